@@ -36,6 +36,9 @@ export function copiedProtos(): Record<string, string> {
     "google/api/annotations.proto": path.join(googleapis, "google/api/annotations.proto"),
     "google/api/http.proto": path.join(googleapis, "google/api/http.proto"),
     "google/api/httpbody.proto": path.join(googleapis, "google/api/httpbody.proto"),
+    // google.rpc.Status and its standard details (BadRequest…) carry rich errors over gRPC and HTTP.
+    "google/rpc/status.proto": path.join(googleapis, "google/rpc/status.proto"),
+    "google/rpc/error_details.proto": path.join(googleapis, "google/rpc/error_details.proto"),
     "grpc/health/v1/health.proto": path.join(health, "proto/health/v1/health.proto"),
   };
 }
