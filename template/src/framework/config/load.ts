@@ -1,0 +1,79 @@
+import { ConfigValueError } from "./parsers.js";
+import { type Config, settings } from "./schema.js";
+
+/** Start-up must stop: one problem per line, each naming the variable and what it accepts. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.join("\n")}`);
+    this.problems = problems;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads, types and validates every setting; throws ConfigError listing every bad variable at once. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const config: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(settings)) {
+    const raw = env[name];
+    if (raw === undefined || raw === "") {
+      config[name] = s.default;
+      continue;
+    }
+    try {
+      config[name] = s.parse(raw);
+    } catch (err) {
+      if (!(err instanceof ConfigValueError)) throw err;
+      const shown = s.secret ? "" : ` (got "${raw}")`;
+      problems.push(`${name}: ${err.message}${shown}`);
+    }
+  }
+  if (problems.length === 0) problems.push(...crossChecks(config as Config));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config) as Config;
+}
+
+function crossChecks(c: Config): string[] {
+  const problems: string[] = [];
+  if (c.GRPC_GRACEFUL_DURATION_IN_SECONDS >= c.SHUTDOWN_DURATION_IN_SECONDS) {
+    problems.push(
+      `GRPC_GRACEFUL_DURATION_IN_SECONDS: must be less than SHUTDOWN_DURATION_IN_SECONDS (${c.GRPC_GRACEFUL_DURATION_IN_SECONDS} ≥ ${c.SHUTDOWN_DURATION_IN_SECONDS})`,
+    );
+  }
+  if ((c.GRPC_TLS_CERT_FILE === undefined) !== (c.GRPC_TLS_KEY_FILE === undefined)) {
+    const missing = c.GRPC_TLS_CERT_FILE === undefined ? "GRPC_TLS_CERT_FILE" : "GRPC_TLS_KEY_FILE";
+    problems.push(`${missing}: must be set together with ${missing === "GRPC_TLS_CERT_FILE" ? "GRPC_TLS_KEY_FILE" : "GRPC_TLS_CERT_FILE"}`);
+  }
+  const ports: [string, number | undefined][] = [
+    ["GRPC_PORT", c.GRPC_PORT],
+    ["HTTP_PORT", c.HTTP_PORT],
+    ["ADMIN_PORT", c.ADMIN_PORT],
+  ];
+  const seen = new Map<number, string>();
+  for (const [name, value] of ports) {
+    if (value === undefined || value === 0) continue;
+    const other = seen.get(value);
+    if (other) problems.push(`${name}: port ${value} is already used by ${other}`);
+    else seen.set(value, name);
+  }
+  return problems;
+}
+
+/** The effective configuration for the start-up log line, with secrets redacted. */
+export function configSummary(config: Config): Record<string, unknown> {
+  const summary: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(settings)) {
+    const value = (config as Record<string, unknown>)[name];
+    const isSet = value !== undefined && !(Array.isArray(value) && value.length === 0);
+    summary[name] = s.secret && isSet ? "[redacted]" : value;
+  }
+  return summary;
+}
+
+/** How the gateway reaches the handlers; GATEWAY_MODE wins over the older DISABLE_UNIX_GATEWAY switch. */
+export function gatewayMode(config: Config): "tcp" | "unix" | "in-process" {
+  return config.GATEWAY_MODE ?? (config.DISABLE_UNIX_GATEWAY ? "tcp" : "unix");
+}

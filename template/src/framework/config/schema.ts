@@ -1,0 +1,74 @@
+import * as p from "./parsers.js";
+
+interface Setting<T> {
+  parse: p.Parser<T>;
+  /** Used when the variable is unset or empty. */
+  default: T;
+  /** One line for the README's configuration table. */
+  doc: string;
+  /** Redacted from the start-up summary. */
+  secret?: boolean;
+}
+
+function setting<T>(parse: p.Parser<T>, defaultValue: T, doc: string, secret = false): Setting<T> {
+  return { parse, default: defaultValue, doc, secret };
+}
+
+const optional = <T>(parse: p.Parser<T>): p.Parser<T | undefined> => parse;
+
+/**
+ * Every setting the framework reads, with its type, default and meaning.
+ * The README's configuration table is checked against this list by a test.
+ */
+export const settings = {
+  APP_NAME: setting(p.string, "", "Service name in logs, metrics and /healthcheck (default: package.json name)"),
+  LISTEN_HOST: setting(p.string, "0.0.0.0", "Address every listener binds"),
+  GRPC_PORT: setting(p.port, 9090, "gRPC port (0 picks a free port)"),
+  HTTP_PORT: setting(p.port, 9091, "HTTP port: gateway, /healthcheck, /readycheck (0 picks a free port)"),
+  ADMIN_PORT: setting(optional(p.port), undefined, "Moves /metrics, /swagger/ and /debug/pprof/ to this port"),
+  LOG_LEVEL: setting(p.oneOf("debug", "info", "warn", "error"), "info", "Global log level"),
+  LOG_FORMAT: setting(p.oneOf("json", "pretty"), "json", "json for machines, pretty for humans (make run)"),
+  TRACE_HEADER_NAME: setting(p.headerName, "x-trace-id", "Header carrying the trace ID in and out"),
+  DEBUG_LOG_HEADER_NAME: setting(p.headerName, "x-debug-log-level", "Header that switches one request to debug logging"),
+  DISABLE_DEBUG_LOG_INTERCEPTOR: setting(p.boolean, false, "Turns off per-request debug logging"),
+  RESPONSE_TIME_LOG_ERROR_ONLY: setting(p.boolean, false, "Writes the per-call response-time line for errors only"),
+  GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: setting(p.number(0), 60, "Deadline for unary calls that arrive without one (0 = none)"),
+  RATE_LIMIT_PER_SECOND: setting(p.number(0), 0, "Per-process token bucket rate (0 = off)"),
+  RATE_LIMIT_BURST: setting(optional(p.integer(1, Number.MAX_SAFE_INTEGER)), undefined, "Token bucket size (default: the rate, at least 1)"),
+  DISABLE_PROTO_VALIDATE: setting(p.boolean, false, "Turns off buf.validate request validation"),
+  GRPC_MAX_RECV_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest request in bytes (gRPC message or HTTP body)"),
+  GRPC_MAX_SEND_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest response message in bytes"),
+  DISABLE_GRPC_REFLECTION: setting(p.boolean, false, "Turns off gRPC server reflection"),
+  GRPC_TLS_CERT_FILE: setting(optional(p.string), undefined, "PEM certificate for gRPC TLS (with GRPC_TLS_KEY_FILE)"),
+  GRPC_TLS_KEY_FILE: setting(optional(p.string), undefined, "PEM private key for gRPC TLS (with GRPC_TLS_CERT_FILE)"),
+  GATEWAY_MODE: setting(optional(p.oneOf("tcp", "unix", "in-process")), undefined, "How the gateway reaches the handlers: tcp, unix or in-process (default: from DISABLE_UNIX_GATEWAY)"),
+  DISABLE_UNIX_GATEWAY: setting(p.boolean, true, "false makes the gateway use a private Unix socket"),
+  HTTP_HEADER_PREFIXES: setting(p.list, [] as string[], "Comma list of header prefixes forwarded from HTTP to gRPC metadata"),
+  DISABLE_HTTP_COMPRESSION: setting(p.boolean, false, "Turns off gzip/brotli of HTTP responses"),
+  DISABLE_SSE_MARSHALER: setting(p.boolean, false, "Serves streams as NDJSON only, never server-sent events"),
+  SSE_HEARTBEAT_SECONDS: setting(p.number(0.01), 15, "Interval of the SSE `: ping` comment"),
+  DISABLE_PROMETHEUS: setting(p.boolean, false, "Turns off /metrics"),
+  ENABLE_PROMETHEUS_GRPC_HISTOGRAM: setting(p.boolean, true, "false removes the gRPC latency histogram"),
+  PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: setting(
+    p.numberList(0),
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    "Comma list of histogram bucket bounds in seconds",
+  ),
+  DISABLE_DEBUG: setting(p.boolean, false, "Turns off /debug/pprof/"),
+  JWT_SECRET: setting(optional(p.string), undefined, "Turns on JWT (HS256) authentication with this secret", true),
+  JWT_ISSUER: setting(optional(p.string), undefined, "Required `iss` claim"),
+  JWT_AUDIENCE: setting(optional(p.string), undefined, "Required `aud` claim"),
+  JWT_CLOCK_SKEW_SECONDS: setting(p.number(0), 30, "Leeway for `exp` and `nbf`"),
+  API_KEYS: setting(p.list, [] as string[], "Comma list of accepted `x-api-key` values; turns on API-key authentication", true),
+  SENTRY_DSN: setting(optional(p.string), undefined, "Reports server errors to Sentry", true),
+  GRPC_GRACEFUL_DURATION_IN_SECONDS: setting(p.number(0), 7, "Wait after readiness fails, so load balancers drain"),
+  SHUTDOWN_DURATION_IN_SECONDS: setting(p.number(0.01), 15, "Budget for the whole shutdown; in-flight calls are cut after it"),
+  GIT_COMMIT: setting(p.string, "", "Build metadata shown by /healthcheck (set at build time)"),
+  GIT_BRANCH: setting(p.string, "", "Build metadata shown by /healthcheck (set at build time)"),
+  BUILD_DATE: setting(p.string, "", "Build metadata shown by /healthcheck (set at build time)"),
+} satisfies Record<string, Setting<unknown>>;
+
+type Settings = typeof settings;
+
+/** The typed, validated configuration: one property per environment variable. */
+export type Config = { readonly [K in keyof Settings]: Settings[K]["default"] };

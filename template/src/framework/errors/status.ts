@@ -1,0 +1,87 @@
+import { Metadata, status as Code } from "@grpc/grpc-js";
+import type { Message } from "@bufbuild/protobuf";
+
+export { Code };
+
+/** gRPC code names as Go and Prometheus dashboards spell them (`InvalidArgument`, not `INVALID_ARGUMENT`). */
+const CODE_NAMES = [
+  "OK",
+  "Canceled",
+  "Unknown",
+  "InvalidArgument",
+  "DeadlineExceeded",
+  "NotFound",
+  "AlreadyExists",
+  "PermissionDenied",
+  "ResourceExhausted",
+  "FailedPrecondition",
+  "Aborted",
+  "OutOfRange",
+  "Unimplemented",
+  "Internal",
+  "Unavailable",
+  "DataLoss",
+  "Unauthenticated",
+] as const;
+
+export type CodeName = (typeof CODE_NAMES)[number];
+
+export function codeName(code: number): CodeName | "Unknown" {
+  return CODE_NAMES[code] ?? "Unknown";
+}
+
+export interface GrpcErrorOptions {
+  /** Typed error details (e.g. google.rpc.BadRequest), sent in `grpc-status-details-bin` and as `details` over HTTP. */
+  details?: Message[];
+  /** Trailing metadata sent with the status. */
+  metadata?: Metadata;
+  cause?: unknown;
+}
+
+/**
+ * The one error type a handler throws to answer with a status.
+ * Anything else thrown is a bug: panic recovery turns it into INTERNAL "internal error".
+ */
+export class GrpcError extends Error {
+  override readonly name = "GrpcError";
+  readonly code: Code;
+  readonly details: Message[];
+  readonly metadata: Metadata;
+
+  constructor(code: Code, message: string, options: GrpcErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.details = options.details ?? [];
+    this.metadata = options.metadata ?? new Metadata();
+  }
+}
+
+/** A status error from a grpc-js client (code + details + metadata), e.g. from a downstream call. */
+interface ServiceErrorLike {
+  code: number;
+  details: string;
+  metadata: Metadata;
+}
+
+function isServiceErrorLike(err: unknown): err is ServiceErrorLike {
+  const e = err as Partial<ServiceErrorLike> | null;
+  return (
+    typeof e === "object" &&
+    e !== null &&
+    typeof e.code === "number" &&
+    e.code >= 0 &&
+    e.code <= 16 &&
+    typeof e.details === "string" &&
+    e.metadata instanceof Metadata
+  );
+}
+
+/**
+ * A status-bearing error as a GrpcError, or undefined when `err` carries no status
+ * (a plain Error, a string…), which is the caller's cue to treat it as a bug.
+ */
+export function asGrpcError(err: unknown): GrpcError | undefined {
+  if (err instanceof GrpcError) return err;
+  if (isServiceErrorLike(err)) return new GrpcError(err.code, err.details, { metadata: err.metadata, cause: err });
+  return undefined;
+}

@@ -1,0 +1,30 @@
+import type { Message } from "@bufbuild/protobuf";
+import type { Any } from "@bufbuild/protobuf/wkt";
+import type { FastifyReply } from "fastify";
+import { Code, GrpcError, asGrpcError } from "../errors/status.js";
+import { detailsFromMetadata, statusJson } from "../errors/wire.js";
+import { httpStatusFromCode } from "./http-status.js";
+
+export interface HttpError {
+  status: number;
+  code: Code;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** Any failure as the gateway's JSON error: the status from the code table, `{"code","message","details"}`. */
+export function httpError(err: unknown): HttpError {
+  const status = asGrpcError(err) ?? new GrpcError(Code.INTERNAL, "internal error");
+  // From a grpc-js client the details arrive packed in the trailer; in-process they are still messages.
+  const details: (Any | Message)[] = status.details.length > 0 ? status.details : detailsFromMetadata(status.metadata);
+  const headers: Record<string, string> = {};
+  if (status.code === Code.UNAUTHENTICATED) headers["www-authenticate"] = "Bearer";
+  const retryAfter = status.metadata.get("retry-after")[0];
+  if (typeof retryAfter === "string") headers["retry-after"] = retryAfter;
+  return { status: httpStatusFromCode(status.code), code: status.code, body: statusJson(status.code, status.message, details), headers };
+}
+
+export function sendHttpError(reply: FastifyReply, err: unknown, extraHeaders: Record<string, string> = {}): FastifyReply {
+  const e = httpError(err);
+  return reply.code(e.status).headers({ ...extraHeaders, ...e.headers }).type("application/json").send(e.body);
+}

@@ -1,0 +1,55 @@
+import type { Config } from "../config/schema.js";
+import { recovery } from "./recovery.js";
+import { responseTimeLog } from "./response-time.js";
+import { traceId } from "./trace-id.js";
+import type { Interceptor, MethodInfo, Next } from "./types.js";
+
+export interface NamedInterceptor {
+  readonly name: string;
+  readonly interceptor: Interceptor;
+}
+
+/**
+ * THE chain, outermost first. Every call runs through it exactly once, whether it
+ * came over gRPC or through the HTTP gateway, unary or streaming. Custom interceptors
+ * added with `Chain.prepend` run before all of these.
+ */
+export function defaultInterceptors(config: Config): NamedInterceptor[] {
+  return [
+    { name: "responseTimeLog", interceptor: responseTimeLog(config.RESPONSE_TIME_LOG_ERROR_ONLY) },
+    { name: "traceId", interceptor: traceId(config.TRACE_HEADER_NAME) },
+    { name: "recovery", interceptor: recovery },
+  ];
+}
+
+/** The ordered interceptor list: open for prepending during initialisation, frozen once serving starts. */
+export class Chain {
+  #custom: NamedInterceptor[] = [];
+  #frozen = false;
+  readonly #defaults: NamedInterceptor[];
+
+  constructor(defaults: NamedInterceptor[]) {
+    this.#defaults = defaults;
+  }
+
+  /** Adds interceptors in front of the default chain (first argument outermost). Only before start-up completes. */
+  prepend(...interceptors: NamedInterceptor[]): void {
+    if (this.#frozen) throw new Error("interceptors can only be added during initialisation (before the servers start)");
+    this.#custom = [...interceptors, ...this.#custom];
+  }
+
+  /** Names in call order, outermost first. */
+  names(): string[] {
+    return this.entries().map((e) => e.name);
+  }
+
+  entries(): NamedInterceptor[] {
+    return [...this.#custom, ...this.#defaults];
+  }
+
+  /** Composes the chain around one method's handler; done once per method at start-up. */
+  compose(method: MethodInfo, handler: Next): Next {
+    this.#frozen = true;
+    return this.entries().reduceRight<Next>((next, { interceptor }) => interceptor(next, method), handler);
+  }
+}

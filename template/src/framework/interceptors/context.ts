@@ -1,0 +1,100 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { Metadata } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { requestLogger, rootLogger } from "../logging/logger.js";
+import type { MethodInfo } from "./types.js";
+
+export type Transport = "grpc" | "http";
+
+export interface CallContextInit {
+  method: MethodInfo;
+  transport: Transport;
+  metadata: Metadata;
+  signal: AbortSignal;
+  /** Absolute deadline in ms since the epoch; Infinity when the caller set none. */
+  deadline: number;
+  /** Set for calls that arrived through the HTTP gateway. */
+  httpPath?: string;
+}
+
+/**
+ * Everything a handler may need about its call, the same for gRPC and the gateway.
+ * One instance per call; interceptors fill it in as the call goes down the chain.
+ */
+export class CallContext {
+  readonly method: MethodInfo;
+  readonly transport: Transport;
+  /** Incoming request metadata (HTTP headers arrive here as metadata too). */
+  readonly metadata: Metadata;
+  /** Aborts when the client goes away, the deadline passes or the server force-stops. */
+  readonly signal: AbortSignal;
+  deadline: number;
+  /** Metadata sent before the first response message (`Grpc-Metadata-*` headers over HTTP). */
+  readonly responseHeader = new Metadata();
+  /** Metadata sent with the status (`Grpc-Trailer-*` over HTTP). */
+  readonly responseTrailer = new Metadata();
+  /** Context key-value options that upstream code set for this call. */
+  readonly values = new Map<string, unknown>();
+  /**
+   * The log bag: every field here appears on every log line of this call,
+   * including the response-time line written after the handler returns.
+   */
+  readonly fields: Record<string, unknown>;
+  /** Verified auth claims, when authentication is on. */
+  claims: Readonly<Record<string, unknown>> | undefined;
+  traceId = "";
+  #debug = false;
+  #logger: Logger | undefined;
+
+  constructor(init: CallContextInit) {
+    this.method = init.method;
+    this.transport = init.transport;
+    this.metadata = init.metadata;
+    this.signal = init.signal;
+    this.deadline = init.deadline;
+    this.fields = init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
+  }
+
+  /** A logger whose lines carry this call's fields; it logs at debug when the call asked for it. */
+  get logger(): Logger {
+    this.#logger ??= requestLogger(this.fields, this.#debug);
+    return this.#logger;
+  }
+
+  get debug(): boolean {
+    return this.#debug;
+  }
+
+  /** Logs this call at debug level whatever `LOG_LEVEL` says (or stops doing so). */
+  setDebug(on: boolean): void {
+    this.#debug = on;
+    if (this.#logger) this.#logger.level = on ? "debug" : rootLogger().level;
+  }
+
+  /** Adds a field to every log line of this call. */
+  addToContext(key: string, value: unknown): void {
+    this.fields[key] = value;
+  }
+
+  setTraceId(traceId: string): void {
+    this.traceId = traceId;
+    this.fields.trace = traceId;
+  }
+}
+
+const storage = new AsyncLocalStorage<CallContext>();
+
+/** Runs `fn` with `ctx` as the current call, for code that cannot be handed the context. */
+export function runInContext<T>(ctx: CallContext, fn: () => T): T {
+  return storage.run(ctx, fn);
+}
+
+/** The context of the call being served, or undefined outside a call. */
+export function currentContext(): CallContext | undefined {
+  return storage.getStore();
+}
+
+/** Adds a field to every log line of the current call; a no-op outside a call. */
+export function addToContext(key: string, value: unknown): void {
+  storage.getStore()?.addToContext(key, value);
+}

@@ -1,0 +1,26 @@
+import { Code, GrpcError, asGrpcError } from "../errors/status.js";
+import type { CallContext } from "./context.js";
+import { mapStreamErrors } from "./observe.js";
+import type { Interceptor } from "./types.js";
+
+/**
+ * Panic recovery, innermost: anything thrown that is not a status becomes INTERNAL
+ * "internal error". The real message and stack go to the log, never to the client,
+ * and the process keeps serving.
+ */
+export const recovery: Interceptor = (next) => {
+  return async (call) => {
+    try {
+      return mapStreamErrors(await next(call), (err) => recover(err, call.ctx));
+    } catch (err) {
+      throw recover(err, call.ctx);
+    }
+  };
+};
+
+function recover(err: unknown, ctx: CallContext): GrpcError {
+  const status = asGrpcError(err);
+  if (status) return status;
+  ctx.logger.error({ err }, "handler failed; returning INTERNAL");
+  return new GrpcError(Code.INTERNAL, "internal error", { cause: err });
+}

@@ -1,0 +1,33 @@
+import { randomUUID } from "node:crypto";
+import type { Message } from "@bufbuild/protobuf";
+import type { Interceptor } from "./types.js";
+
+const MAX_TRACE_ID_LENGTH = 128;
+const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+
+/** A trace ID is kept only if it is short printable ASCII; anything else could break log lines or headers. */
+export function sanitizeTraceId(value: string | undefined): string | undefined {
+  if (!value || value.length > MAX_TRACE_ID_LENGTH || !PRINTABLE_ASCII.test(value)) return undefined;
+  return value;
+}
+
+/**
+ * Trace ID: the request's `trace_id` field, else the trace header, else a new UUID.
+ * It lands in every log line (`trace`) and goes back in the response header.
+ */
+export function traceId(headerName: string): Interceptor {
+  const header = headerName.toLowerCase();
+  return (next, method) => {
+    // Whether the request type has a trace_id field is known once, at start-up.
+    const field = method.desc.input.fields.find((f) => f.name === "trace_id" && f.fieldKind === "scalar");
+    const fromRequest = field ? (m: Message) => (m as unknown as Record<string, unknown>)[field.localName] as string : () => undefined;
+    return (call) => {
+      const { ctx } = call;
+      const id =
+        sanitizeTraceId(fromRequest(call.request)) ?? sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ?? randomUUID();
+      ctx.setTraceId(id);
+      ctx.responseHeader.set(header, id);
+      return next(call);
+    };
+  };
+}

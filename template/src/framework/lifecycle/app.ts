@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Server } from "@grpc/grpc-js";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
+import type { Config } from "../config/schema.js";
+import { detailTypes } from "../errors/wire.js";
+import { registerGateway } from "../gateway/gateway.js";
+import { type Invoker, grpcInvoker, inProcessInvoker } from "../gateway/invoker.js";
+import { compileRoutes } from "../gateway/routes.js";
+import { buildInfo } from "../health/build-info.js";
+import { Readiness } from "../health/readiness.js";
+import { registerHealthRoutes } from "../health/routes.js";
+import { Chain, type NamedInterceptor, defaultInterceptors } from "../interceptors/chain.js";
+import { configureLogging, flushLogs } from "../logging/logger.js";
+import { createGrpcServer, listenGrpc, stopGrpc } from "../server/grpc-server.js";
+import { createHttpServer } from "../server/http-server.js";
+import { bindMethods } from "../server/methods.js";
+import type { ServiceImpl } from "../server/service.js";
+import type { HookName, LifecycleHooks } from "./hooks.js";
+
+export interface AppOptions {
+  services: ServiceImpl[];
+  /** Defaults to the configuration read from the environment. */
+  config?: Config;
+  /** Replaces the logger's destination (tests capture log lines with it). */
+  logDestination?: Parameters<typeof configureLogging>[0]["destination"];
+}
+
+export interface Addresses {
+  grpcPort: number;
+  httpPort: number;
+  /** `http://host:port` of the HTTP server. */
+  httpUrl: string;
+}
+
+/**
+ * One service process: the chain, the gRPC and HTTP servers, readiness and the
+ * ordered start-up and shutdown of SPEC §4.6.
+ */
+export class App {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly readiness: Readiness;
+  readonly #chain: Chain;
+  readonly #services: ServiceImpl[];
+  #grpc: Server | undefined;
+  #http: FastifyInstance | undefined;
+  #invoker: Invoker | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: AppOptions) {
+    this.config = options.config ?? loadConfig();
+    this.log = configureLogging({ level: this.config.LOG_LEVEL, format: this.config.LOG_FORMAT, destination: options.logDestination });
+    this.#services = options.services;
+    this.#chain = new Chain(defaultInterceptors(this.config));
+    this.readiness = new Readiness(this.#services.map((s) => s.desc.typeName));
+  }
+
+  /** Adds interceptors in front of the default chain. Only before `start()` (e.g. from preStart). */
+  prepend(...interceptors: NamedInterceptor[]): void {
+    this.#chain.prepend(...interceptors);
+  }
+
+  /** The chain's interceptor names, outermost first. */
+  interceptorNames(): string[] {
+    return this.#chain.names();
+  }
+
+  /** Starts everything and reports ready. Rejects (having stopped what it started) if any step fails. */
+  async start(): Promise<Addresses> {
+    const config = this.config;
+    this.log.info({ config: configSummary(config) }, "starting");
+    await this.#hooks("preStart");
+
+    const methods = bindMethods(this.#services, this.#chain);
+    for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
+    this.#grpc = createGrpcServer({ config, services: this.#services, methods, readiness: this.readiness });
+
+    const http = createHttpServer(config);
+    this.#http = http;
+    registerHealthRoutes(http, buildInfo(config), this.readiness);
+    const mode = gatewayMode(config);
+    const invoker: Invoker = {
+      // Bound once the gRPC port is known, before the HTTP port accepts anything.
+      invoke: (...args) => this.#invoker!.invoke(...args),
+      close: () => this.#invoker?.close(),
+    };
+    registerGateway(http, {
+      routes: compileRoutes(methods),
+      invoker,
+      headers: { traceHeader: config.TRACE_HEADER_NAME, debugHeader: config.DEBUG_LOG_HEADER_NAME, prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()) },
+    });
+
+    try {
+      const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT);
+      this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(`127.0.0.1:${grpcPort}`);
+      await http.listen({ host: config.LISTEN_HOST, port: config.HTTP_PORT }).catch((err: Error) => {
+        throw new Error(`HTTP: cannot listen on ${config.LISTEN_HOST}:${config.HTTP_PORT}: ${err.message}`);
+      });
+      const address = http.server.address();
+      const httpPort = typeof address === "object" && address ? address.port : config.HTTP_PORT;
+      await this.#hooks("postStart");
+      this.readiness.setReady();
+      const host = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
+      this.log.info({ grpcPort, httpPort, gatewayMode: mode }, "ready");
+      return { grpcPort, httpPort, httpUrl: `http://${host}:${httpPort}` };
+    } catch (err) {
+      await this.#closeServers(AbortSignal.timeout(1000));
+      throw err;
+    }
+  }
+
+  /**
+   * Graceful shutdown: preStop → readiness fails → drain wait → HTTP then gRPC finish
+   * in-flight calls (cut at the shutdown budget) → stop → postStop. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    const config = this.config;
+    const budget = AbortSignal.timeout(config.SHUTDOWN_DURATION_IN_SECONDS * 1000);
+    this.log.info("shutting down");
+    await this.#hooks("preStop");
+    this.readiness.fail();
+    await this.#hooks("failCheck", true);
+    await sleep(config.GRPC_GRACEFUL_DURATION_IN_SECONDS * 1000, undefined, { signal: budget }).catch(() => {});
+    await this.#closeServers(budget);
+    await this.#hooks("stop");
+    await this.#hooks("postStop");
+    this.log.info("stopped");
+    flushLogs();
+  }
+
+  async #closeServers(budget: AbortSignal): Promise<void> {
+    // HTTP first: its in-flight gateway calls still need the gRPC server to answer them.
+    if (this.#http) await Promise.race([this.#http.close(), abortion(budget)]);
+    this.#invoker?.close();
+    if (this.#grpc) await stopGrpc(this.#grpc, budget);
+  }
+
+  async #hooks(name: HookName, ...args: [boolean?]): Promise<void> {
+    for (const service of this.#services) {
+      const hook = (service as LifecycleHooks)[name] as ((...a: unknown[]) => unknown) | undefined;
+      if (hook) await hook.apply(service, args);
+    }
+  }
+}
+
+function abortion(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}

@@ -1,0 +1,47 @@
+import { ConfigError, loadConfig } from "../config/load.js";
+import { flushLogs, rootLogger } from "../logging/logger.js";
+import type { ServiceImpl } from "../server/service.js";
+import { App } from "./app.js";
+
+/**
+ * The process entry point: validates the configuration, starts the app and stops it
+ * gracefully on SIGTERM/SIGINT. A second signal exits at once with code 1.
+ */
+export async function run(services: ServiceImpl[]): Promise<App> {
+  let app: App;
+  try {
+    app = new App({ services, config: loadConfig() });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    for (const line of err.problems) process.stderr.write(`config: ${line}\n`);
+    process.exit(1);
+  }
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      app.log.warn({ signal }, "second signal: exiting now");
+      flushLogs();
+      process.exit(1);
+    }
+    signalled = true;
+    app.log.info({ signal }, "signal received");
+    app.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.log.error({ err }, "shutdown failed");
+        flushLogs();
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  try {
+    await app.start();
+  } catch (err) {
+    rootLogger().fatal({ err }, `start-up failed: ${(err as Error).message}`);
+    flushLogs();
+    process.exit(1);
+  }
+  return app;
+}

@@ -1,0 +1,81 @@
+import { createRequire } from "node:module";
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from "pino";
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFormat = "json" | "pretty";
+
+export interface LoggingOptions {
+  level: LogLevel;
+  format: LogFormat;
+  /** Where lines go; stdout when omitted. Tests pass a stream to capture them. */
+  destination?: DestinationStream;
+}
+
+/** A request logger carries its call's field bag under this key; the mixin reads it on every line. */
+const FIELDS = Symbol("callFields");
+type WithFields = Logger & { [FIELDS]?: Record<string, unknown> };
+const NO_FIELDS = Object.freeze({});
+
+function pinoOptions(level: LogLevel): LoggerOptions {
+  return {
+    level,
+    base: undefined, // no pid/hostname: the platform adds those
+    messageKey: "msg",
+    timestamp: () => `,"@timestamp":"${new Date().toISOString()}"`,
+    formatters: { level: (label) => ({ level: label }) },
+    // Reads the mutable bag at write time, so fields added late in a call still show.
+    mixin: (_merge, _level, logger) => (logger as WithFields)[FIELDS] ?? NO_FIELDS,
+    // pino's default merge writes into the mixin object, which here is the call's shared bag.
+    mixinMergeStrategy: (merge, mixin) => (mixin === NO_FIELDS ? merge : { ...mixin, ...merge }),
+  };
+}
+
+function prettyStream(): DestinationStream | undefined {
+  try {
+    // pino-pretty is a dev dependency: present for `make run`, absent in the production image.
+    const pretty = createRequire(import.meta.url)("pino-pretty") as (o: object) => DestinationStream;
+    return pretty({ colorize: true, translateTime: "SYS:HH:MM:ss.l", messageKey: "msg", timestampKey: "@timestamp" });
+  } catch {
+    return undefined;
+  }
+}
+
+function createLogger(options: LoggingOptions): Logger {
+  const destination =
+    options.destination ??
+    (options.format === "pretty" ? prettyStream() : undefined) ??
+    // Asynchronous writes keep logging off the request path; flushLogs() drains them on exit.
+    pino.destination({ dest: 1, sync: false, minLength: 0 });
+  return pino(pinoOptions(options.level), destination);
+}
+
+let root: Logger = createLogger({ level: "info", format: "json", destination: pino.destination({ dest: 1, sync: true }) });
+
+/** Replaces the process logger; called once at start-up from the configuration. */
+export function configureLogging(options: LoggingOptions): Logger {
+  root = createLogger(options);
+  return root;
+}
+
+/** The process logger, for code that runs outside a call (start-up, workers, shutdown). */
+export function rootLogger(): Logger {
+  return root;
+}
+
+/** A logger for one call: its lines carry `fields`, and it logs at debug when `debug` is set. */
+export function requestLogger(fields: Record<string, unknown>, debug: boolean): Logger {
+  const child = root.child({}) as WithFields;
+  child[FIELDS] = fields;
+  if (debug) child.level = "debug";
+  return child;
+}
+
+/** Writes out buffered lines; call before the process exits. */
+export function flushLogs(): void {
+  const stream = (root as unknown as { [k: symbol]: unknown })[pino.symbols.streamSym] as { flushSync?: () => void } | undefined;
+  try {
+    stream?.flushSync?.();
+  } catch {
+    // Nothing buffered or the stream is already closed.
+  }
+}

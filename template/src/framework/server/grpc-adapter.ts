@@ -1,0 +1,79 @@
+import { once } from "node:events";
+import type { Message } from "@bufbuild/protobuf";
+import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from "@grpc/grpc-js";
+import { toServiceError } from "../errors/wire.js";
+import { CallContext, runInContext } from "../interceptors/context.js";
+import type { MethodInfo } from "../interceptors/types.js";
+import type { BoundMethod } from "./methods.js";
+
+/** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */
+export const GATEWAY_PATH_KEY = "x-gateway-http-path";
+
+type GrpcCall = ServerUnaryCall<Message, Message> | ServerWritableStream<Message, Message>;
+
+function contextFor(info: MethodInfo, call: GrpcCall): CallContext {
+  const controller = new AbortController();
+  // grpc-js reports a client cancel, an expired deadline and a force-stop all as "cancelled".
+  call.once("cancelled", () => controller.abort(new Error("call cancelled")));
+  const deadline = call.getDeadline();
+  const httpPath = call.metadata.get(GATEWAY_PATH_KEY)[0];
+  return new CallContext({
+    method: info,
+    transport: "grpc",
+    metadata: call.metadata,
+    signal: controller.signal,
+    deadline: deadline instanceof Date ? deadline.getTime() : deadline,
+    httpPath: typeof httpPath === "string" ? httpPath : undefined,
+  });
+}
+
+function sendHeader(call: GrpcCall, header: Metadata): void {
+  if (Object.keys(header.getMap()).length > 0) call.sendMetadata(header);
+}
+
+/**
+ * grpc-js handlers for one bound method. They never throw and always answer: a rejected
+ * promise would otherwise crash Node or leave the call hanging until its deadline.
+ */
+export function grpcHandler(method: BoundMethod) {
+  const { info, invoke } = method;
+  if (info.kind === "unary") {
+    return (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
+      const ctx = contextFor(info, call);
+      runInContext(ctx, () => invoke({ method: info, ctx, request: call.request })).then(
+        (result) => {
+          sendHeader(call, ctx.responseHeader);
+          callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
+        },
+        (err: unknown) => {
+          sendHeader(call, ctx.responseHeader);
+          callback(toServiceError(err));
+        },
+      );
+    };
+  }
+  return (call: ServerWritableStream<Message, Message>) => {
+    const ctx = contextFor(info, call);
+    runInContext(ctx, async () => {
+      let headerSent = false;
+      try {
+        const result = await invoke({ method: info, ctx, request: call.request });
+        if (!("stream" in result)) throw new Error(`${info.path}: handler returned a single message for a streaming method`);
+        for await (const message of result.stream) {
+          if (ctx.signal.aborted) break; // the client is gone; leaving the loop ends the handler's generator
+          if (!headerSent) {
+            sendHeader(call, ctx.responseHeader);
+            headerSent = true;
+          }
+          if (!call.write(message)) await once(call, "drain", { signal: ctx.signal });
+        }
+        if (!headerSent) sendHeader(call, ctx.responseHeader);
+        call.end(ctx.responseTrailer);
+      } catch (err) {
+        if (ctx.signal.aborted) return; // nobody left to tell
+        if (!headerSent) sendHeader(call, ctx.responseHeader);
+        call.emit("error", toServiceError(err));
+      }
+    });
+  };
+}

@@ -1,0 +1,23 @@
+import { type DescMethod, type DescService, type Message, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+
+/** A grpc-js method definition whose (de)serialisers are protobuf-es, from the descriptor alone. */
+export function grpcMethodDefinition(m: DescMethod): MethodDefinition<Message, Message> {
+  return {
+    path: `/${m.parent.typeName}/${m.name}`,
+    requestStream: m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming",
+    responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
+    requestSerialize: (message) => Buffer.from(toBinary(m.input, message)),
+    requestDeserialize: (bytes) => fromBinary(m.input, bytes),
+    responseSerialize: (message) => Buffer.from(toBinary(m.output, message)),
+    responseDeserialize: (bytes) => fromBinary(m.output, bytes),
+    originalName: m.localName,
+  };
+}
+
+/** The grpc-js service definition of a protobuf-es service; used by the server and by clients alike. */
+export function grpcServiceDefinition(service: DescService): ServiceDefinition {
+  const definition: Record<string, MethodDefinition<Message, Message>> = {};
+  for (const m of service.methods) definition[m.name] = grpcMethodDefinition(m);
+  return definition as ServiceDefinition;
+}

@@ -1,0 +1,60 @@
+import type { DescFile } from "@bufbuild/protobuf";
+import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
+import { file_grpc_health_v1_health } from "../../gen/grpc/health/v1/health_pb.js";
+import type { Config } from "../config/schema.js";
+import type { Readiness } from "../health/readiness.js";
+import { grpcHandler } from "./grpc-adapter.js";
+import { grpcServiceDefinition } from "./grpc-definition.js";
+import type { BoundMethod } from "./methods.js";
+import { addReflection } from "./reflection.js";
+import type { ServiceImpl } from "./service.js";
+
+export interface GrpcServerOptions {
+  config: Config;
+  services: readonly ServiceImpl[];
+  methods: readonly BoundMethod[];
+  readiness: Readiness;
+}
+
+/** The gRPC server with the user's services, standard health and (unless disabled) reflection. */
+export function createGrpcServer({ config, services, methods, readiness }: GrpcServerOptions): Server {
+  const server = new Server({
+    "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
+    "grpc.max_send_message_length": config.GRPC_MAX_SEND_MSG_SIZE,
+  });
+  for (const service of services) {
+    const implementation: UntypedServiceImplementation = {};
+    for (const m of methods) {
+      if (m.info.service === service.desc.typeName) implementation[m.info.name] = grpcHandler(m);
+    }
+    server.addService(grpcServiceDefinition(service.desc), implementation);
+  }
+  readiness.addToServer(server);
+  if (!config.DISABLE_GRPC_REFLECTION) {
+    const files: DescFile[] = [...new Set(services.map((s) => s.desc.file)), file_grpc_health_v1_health];
+    addReflection(server, files);
+  }
+  return server;
+}
+
+/** Listens on host:port (port 0 picks one); resolves to the bound port. */
+export function listenGrpc(server: Server, host: string, port: number, credentials = ServerCredentials.createInsecure()): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, credentials, (err, bound) => {
+      if (err) reject(new Error(`gRPC: cannot listen on ${host}:${port}: ${err.message}`));
+      else resolve(bound);
+    });
+  });
+}
+
+/** Waits for in-flight calls, refusing new ones; cancels whatever is left when `signal` aborts. */
+export function stopGrpc(server: Server, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const force = () => server.forceShutdown();
+    signal.addEventListener("abort", force, { once: true });
+    server.tryShutdown(() => {
+      signal.removeEventListener("abort", force);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,34 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { Code, GrpcError, codeName, defineService } from "../framework/index.js";
+import { ExampleService } from "../gen/example/v1/example_pb.js";
+
+/**
+ * The service's handlers: plain async functions typed from the generated code.
+ * Requests arrive validated (see the buf.validate rules in the proto).
+ */
+export const exampleService = defineService(ExampleService, {
+  handlers: {
+    async echo(request, ctx) {
+      const receivedAt = timestampNow();
+      // Shows only for calls that asked for debug logs (debug: true or the x-debug-log-level header).
+      ctx.logger.debug({ delayMs: request.delayMs }, "echo received");
+      if (request.delayMs > 0) await sleep(request.delayMs, undefined, { signal: ctx.signal });
+      return { message: request.message, traceId: ctx.traceId, receivedAt };
+    },
+
+    async *countdown(request, ctx) {
+      for (let remaining = request.from; remaining >= 1; remaining--) {
+        yield { remaining };
+        // Aborts as soon as the client goes away, which ends the stream early.
+        if (remaining > 1 && request.intervalMs > 0) await sleep(request.intervalMs, undefined, { signal: ctx.signal });
+      }
+    },
+
+    async fail(request) {
+      if (request.panic) throw new Error("panic requested by Fail");
+      if (request.code !== Code.OK) throw new GrpcError(request.code, request.message || codeName(request.code));
+      return {};
+    },
+  },
+});
