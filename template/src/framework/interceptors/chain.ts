@@ -2,6 +2,7 @@ import type { Config } from "../config/schema.js";
 import { recovery } from "./recovery.js";
 import { responseTimeLog } from "./response-time.js";
 import { traceId } from "./trace-id.js";
+import { validate } from "./validate.js";
 import type { Interceptor, MethodInfo, Next } from "./types.js";
 
 export interface NamedInterceptor {
@@ -18,8 +19,9 @@ export function defaultInterceptors(config: Config): NamedInterceptor[] {
   return [
     { name: "responseTimeLog", interceptor: responseTimeLog(config.RESPONSE_TIME_LOG_ERROR_ONLY) },
     { name: "traceId", interceptor: traceId(config.TRACE_HEADER_NAME) },
+    { name: "validate", interceptor: validate() },
     { name: "recovery", interceptor: recovery },
-  ];
+  ].filter(({ name }) => !(name === "validate" && config.DISABLE_PROTO_VALIDATE));
 }
 
 /** The ordered interceptor list: open for prepending during initialisation, frozen once serving starts. */

@@ -16,6 +16,7 @@ import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createGrpcServer, listenGrpc, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
+import { type UnixSocket, bindUnixSocket } from "../server/unix-socket.js";
 import type { ServiceImpl } from "../server/service.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
 
@@ -47,6 +48,7 @@ export class App {
   #grpc: Server | undefined;
   #http: FastifyInstance | undefined;
   #invoker: Invoker | undefined;
+  #socket: UnixSocket | undefined;
   #stopping: Promise<void> | undefined;
 
   constructor(options: AppOptions) {
@@ -76,11 +78,15 @@ export class App {
     const methods = bindMethods(this.#services, this.#chain);
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
     this.#grpc = createGrpcServer({ config, services: this.#services, methods, readiness: this.readiness });
+    let mode = gatewayMode(config);
+    if (mode === "unix") {
+      this.#socket = await bindUnixSocket(this.#grpc);
+      if (!this.#socket) mode = "tcp";
+    }
 
     const http = createHttpServer(config);
     this.#http = http;
     registerHealthRoutes(http, buildInfo(config), this.readiness);
-    const mode = gatewayMode(config);
     const invoker: Invoker = {
       // Bound once the gRPC port is known, before the HTTP port accepts anything.
       invoke: (...args) => this.#invoker!.invoke(...args),
@@ -94,7 +100,7 @@ export class App {
 
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT);
-      this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(`127.0.0.1:${grpcPort}`);
+      this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(this.#socket?.target ?? `127.0.0.1:${grpcPort}`);
       await http.listen({ host: config.LISTEN_HOST, port: config.HTTP_PORT }).catch((err: Error) => {
         throw new Error(`HTTP: cannot listen on ${config.LISTEN_HOST}:${config.HTTP_PORT}: ${err.message}`);
       });
@@ -140,6 +146,7 @@ export class App {
     if (this.#http) await Promise.race([this.#http.close(), abortion(budget)]);
     this.#invoker?.close();
     if (this.#grpc) await stopGrpc(this.#grpc, budget);
+    this.#socket?.remove();
   }
 
   async #hooks(name: HookName, ...args: [boolean?]): Promise<void> {

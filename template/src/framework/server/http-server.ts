@@ -1,7 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import type { Config } from "../config/schema.js";
 import { Code, GrpcError } from "../errors/status.js";
-import { sendHttpError } from "../gateway/errors.js";
+import { httpError, sendHttpError } from "../gateway/errors.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
 function codeForFastifyError(err: FastifyError): Code {
@@ -29,12 +29,10 @@ export function createHttpServer(config: Config): FastifyInstance {
   app.addContentTypeParser(["application/json", "text/plain"], { parseAs: "string" }, (_req, body, done) => done(null, body));
   app.setErrorHandler((err: FastifyError, _req, reply) => {
     if (err instanceof GrpcError) return sendHttpError(reply, err);
+    // fastify's own status stays (413, 415…); the body says the same in gRPC terms.
     const status = err.statusCode ?? 500;
-    if (status === 415) {
-      return reply.code(415).type("application/json").send(JSON.stringify({ code: Code.INVALID_ARGUMENT, message: err.message, details: [] }));
-    }
-    const message = status >= 500 ? "internal error" : err.message;
-    return sendHttpError(reply, new GrpcError(codeForFastifyError(err), message)).code(status);
+    const e = httpError(new GrpcError(codeForFastifyError(err), status >= 500 ? "internal error" : err.message));
+    return reply.code(status).type("application/json").send(e.body);
   });
   app.setNotFoundHandler((_req, reply) => sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found")));
   return app;
