@@ -1,0 +1,45 @@
+// Error types that decide the exit code, and the one place that turns an error into output + code.
+
+/** Bad input from the user: one line on stderr, exit 2, nothing written. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** A post-render step failed: the files stay, the user gets the command to finish by hand (exit 1). */
+export class StepError extends Error {
+  override name = "StepError";
+  constructor(
+    readonly step: string,
+    readonly rerun: string,
+    detail: string,
+  ) {
+    super(`${step} failed${detail ? ` (${detail})` : ""}`);
+  }
+}
+
+export const PREFIX = "create-grpc-svc: ";
+
+/** @inquirer/prompts throws ExitPromptError on Ctrl-C; @inquirer/core is not our direct dependency, so match by name. */
+export function isPromptExit(err: unknown): boolean {
+  return err instanceof Error && err.name === "ExitPromptError";
+}
+
+/** Writes the message for a fatal error and returns the process exit code. */
+export function reportError(err: unknown, write: (line: string) => void): number {
+  if (isPromptExit(err)) {
+    write(`${PREFIX}cancelled\n`);
+    return 130;
+  }
+  if (err instanceof UsageError) {
+    // Exactly one line, whatever the message holds.
+    write(`${PREFIX}${err.message.split("\n")[0]}\n`);
+    return 2;
+  }
+  if (err instanceof StepError) {
+    write(`${PREFIX}${err.message}. The generated files are kept; to finish, run:\n  ${err.rerun}\n`);
+    return 1;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  write(`${PREFIX}${message}\n`);
+  return 1;
+}
