@@ -1,19 +1,29 @@
-import type { Server } from "@grpc/grpc-js";
-import { HealthImplementation } from "grpc-health-check";
+import { EventEmitter } from "node:events";
+import { create } from "@bufbuild/protobuf";
+import { type Server, type ServerUnaryCall, type ServerWritableStream, type sendUnaryData, status } from "@grpc/grpc-js";
+import {
+  Health,
+  type HealthCheckRequest,
+  type HealthCheckResponse,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+  HealthListResponseSchema,
+} from "../../gen/grpc/health/v1/health_pb.js";
+import { grpcServiceDefinition } from "../server/grpc-definition.js";
 
 /**
- * The one readiness state of the process. Not ready until start-up calls `setReady()`,
- * and not ready again from the first step of shutdown. gRPC health follows it for `""`
- * and for every served service; other names answer NOT_FOUND.
+ * The one readiness state of the process, served as /readycheck and as the standard
+ * grpc.health.v1.Health service (Check, Watch, List) for `""` and every served service.
+ * Not ready until start-up calls `setReady()`, and not ready again from the first step
+ * of shutdown. Unknown service names answer NOT_FOUND.
  */
 export class Readiness {
   #ready = false;
-  readonly #health: HealthImplementation;
   readonly #services: string[];
+  readonly #changes = new EventEmitter().setMaxListeners(0);
 
   constructor(serviceNames: readonly string[]) {
     this.#services = ["", ...serviceNames];
-    this.#health = new HealthImplementation(Object.fromEntries(this.#services.map((s) => [s, "NOT_SERVING"])));
   }
 
   get ready(): boolean {
@@ -29,12 +39,55 @@ export class Readiness {
     this.#set(false);
   }
 
-  addToServer(server: Server): void {
-    this.#health.addToServer(server);
+  /** Ends every open Watch stream; called when the gRPC server is about to stop. */
+  closeWatches(): void {
+    this.#changes.emit("close");
   }
 
   #set(ready: boolean): void {
+    if (ready === this.#ready) return;
     this.#ready = ready;
-    for (const s of this.#services) this.#health.setStatus(s, ready ? "SERVING" : "NOT_SERVING");
+    this.#changes.emit("change");
+  }
+
+  #status(service: string): ServingStatus | undefined {
+    if (!this.#services.includes(service)) return undefined;
+    return this.#ready ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+  }
+
+  #response(status: ServingStatus): HealthCheckResponse {
+    return create(HealthCheckResponseSchema, { status });
+  }
+
+  /** Registers grpc.health.v1.Health directly on the server: health calls never go through the chain. */
+  addToServer(server: Server): void {
+    server.addService(grpcServiceDefinition(Health), {
+      Check: (call: ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, callback: sendUnaryData<HealthCheckResponse>) => {
+        const s = this.#status(call.request.service);
+        if (s === undefined) callback({ code: status.NOT_FOUND, details: `unknown service ${call.request.service}` });
+        else callback(null, this.#response(s));
+      },
+      Watch: (call: ServerWritableStream<HealthCheckRequest, HealthCheckResponse>) => {
+        let last: ServingStatus | undefined;
+        const send = () => {
+          const s = this.#status(call.request.service) ?? ServingStatus.SERVICE_UNKNOWN;
+          if (s !== last) call.write(this.#response(s));
+          last = s;
+        };
+        // Watches never end on their own; shutdown ends them so the server can stop gracefully.
+        const end = () => call.end();
+        send();
+        this.#changes.on("change", send);
+        this.#changes.once("close", end);
+        call.once("cancelled", () => {
+          this.#changes.off("change", send);
+          this.#changes.off("close", end);
+        });
+      },
+      List: (_call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+        const statuses = Object.fromEntries(this.#services.map((s) => [s, this.#response(this.#status(s)!)]));
+        callback(null, create(HealthListResponseSchema, { statuses }));
+      },
+    });
   }
 }

@@ -109,7 +109,7 @@ export class App {
       await this.#hooks("postStart");
       this.readiness.setReady();
       const host = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
-      this.log.info({ grpcPort, httpPort, gatewayMode: mode }, "ready");
+      this.log.info({ grpcPort, httpPort, gatewayMode: mode, startup_ms: Math.round(performance.now()) }, "ready");
       return { grpcPort, httpPort, httpUrl: `http://${host}:${httpPort}` };
     } catch (err) {
       await this.#closeServers(AbortSignal.timeout(1000));
@@ -145,6 +145,7 @@ export class App {
     // HTTP first: its in-flight gateway calls still need the gRPC server to answer them.
     if (this.#http) await Promise.race([this.#http.close(), abortion(budget)]);
     this.#invoker?.close();
+    this.readiness.closeWatches();
     if (this.#grpc) await stopGrpc(this.#grpc, budget);
     this.#socket?.remove();
   }
