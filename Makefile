@@ -1,0 +1,51 @@
+# create-grpc-svc: `make test` runs every test; `make demo` scaffolds a service and starts it.
+# Both work on a fresh clone with only Node 20.17+ and npm (plus make and git).
+
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+# The test stages share ports, caches and dist/; run them one at a time even under -j.
+.NOTPARALLEL:
+
+DIR ?= ./demo
+UNIT_TESTS = $(shell find test -name '*.test.ts' -not -path 'test/e2e/*' | sort)
+E2E_TESTS = $(shell find test/e2e -name '*.test.ts' 2>/dev/null | sort)
+
+.PHONY: help test test-template test-unit test-e2e demo lint build protos
+
+help: ## List the targets
+	@echo "Usage: make <target>"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+test: test-template test-unit test-e2e ## Run every test: the template's own, the scaffolder's, then end-to-end
+
+test-template: protos template/node_modules/.package-lock.json ## The template's tests, in place (cd template && make test)
+	$(MAKE) -C template test
+
+test-unit: build protos ## The scaffolder's tests (test/, without test/e2e)
+	node --import tsx --test $(UNIT_TESTS)
+
+test-e2e: build protos template/node_modules/.package-lock.json ## Pack, scaffold with npm exec, run make test in the generated repos
+	node --import tsx --test $(E2E_TESTS)
+
+demo: build protos ## Scaffold a service with default options into DIR (./demo), install it and start it
+	@# No git repository: the demo lives inside this one and is regenerated in place with --force.
+	node dist/generator/cli.js $(DIR) --yes --force --no-git
+	$(MAKE) -C $(DIR) run
+
+lint: node_modules/.package-lock.json template/node_modules/.package-lock.json protos ## Type-check the generator, scripts and tests; lint the template
+	npx --no-install tsc -p tsconfig.json --noEmit
+	npx --no-install tsc -p tsconfig.scripts.json
+	$(MAKE) -C template lint
+
+build: node_modules/.package-lock.json ## Compile the generator to dist/
+	npm run --silent build
+
+protos: node_modules/.package-lock.json ## Gather the third-party protos into proto/ and template/proto/
+	npm run --silent protos
+
+# Installed only when missing: npm ci starts from scratch, so it must not run on every call.
+node_modules/.package-lock.json:
+	npm ci --no-audit --no-fund
+
+template/node_modules/.package-lock.json:
+	cd template && npm ci --no-audit --no-fund

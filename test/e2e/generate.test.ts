@@ -1,0 +1,256 @@
+// End to end, the way users get it: pack the scaffolder as npm would publish it, run the tarball's bin with
+// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` inside each
+// generated repository. Slow (two `npm install`s and two test suites): `make test-e2e` runs it alone.
+//
+// E2E_KEEP=1 keeps the temp directory for inspection.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const MINUTE = 60_000;
+
+interface Result {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+  ms: number;
+}
+
+// Leaks from an outer `npm run`, `make` or `node --test` would change how the nested tools behave
+// (NODE_TEST_CONTEXT, for one, turns a nested `node --test` into a silent child of ours).
+function childEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_command$|INIT_CWD$|MAKEFLAGS$|MFLAGS$|MAKELEVEL$|NODE_TEST_CONTEXT$)/.test(key)) {
+      delete env[key];
+    }
+  }
+  return env;
+}
+
+/** Runs a command with stdin closed (never a TTY); on timeout kills its whole process group. */
+function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(cmd, args, { cwd, env: childEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d));
+    child.stderr.on("data", (d: Buffer) => (output += d));
+    const timer = setTimeout(() => {
+      output += `\n[killed after ${timeoutMs} ms]`;
+      try {
+        process.kill(-(child.pid as number), "SIGKILL");
+      } catch {}
+    }, timeoutMs);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output, ms: Math.round(performance.now() - started) });
+    });
+  });
+}
+
+/** On failure, shows each failing node:test subtest (with its error) and the last lines of output. */
+function assertOk(r: Result, what: string): void {
+  if (r.code === 0) return;
+  const lines = r.output.split("\n");
+  const failures = lines.flatMap((l, i) => (/^\s*not ok /.test(l) && !/subtestsFailed/.test(lines.slice(i, i + 8).join("\n")) ? lines.slice(i, i + 25) : []));
+  const report = [...failures.slice(0, 200), "...", ...lines.slice(-30)].join("\n");
+  assert.fail(`${what} failed (exit ${r.code ?? r.signal}):\n${report}`);
+}
+
+// Third-party protos (and the code generated from them) are copied verbatim; their comments say
+// "for example" and even `example.v1`, which is theirs, not the service's.
+const VERBATIM = ["proto/google", "proto/grpc", "proto/buf", "src/gen/google", "src/gen/grpc", "src/gen/buf"];
+const SKIP = new Set(["node_modules", ".git", "dist"]);
+
+function repoFiles(dir: string, rel = ""): string[] {
+  return fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((e) => {
+    const child = rel ? `${rel}/${e.name}` : e.name;
+    if (SKIP.has(e.name) || VERBATIM.includes(child)) return [];
+    if (e.isDirectory()) return repoFiles(dir, child);
+    return e.isFile() ? [child] : [];
+  });
+}
+
+/** Lines that still carry the template's service name. `.env.example` is the conventional file name, not a name. */
+function leftoverTokens(dir: string): string[] {
+  const token = /(?<![A-Za-z0-9])(?:example|Example|EXAMPLE)(?![a-z0-9])/;
+  return repoFiles(dir).flatMap((rel) => {
+    const bytes = fs.readFileSync(path.join(dir, rel));
+    if (bytes.includes(0)) return [];
+    const hits = token.test(rel.replace(/\.env\.example/g, "")) ? [`${rel} (path)`] : [];
+    bytes
+      .toString("utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        if (token.test(line.replace(/\.env\.example/g, ""))) hits.push(`${rel}:${i + 1}: ${line.trim()}`);
+      });
+    return hits;
+  });
+}
+
+const envValue = (text: string, key: string) => text.match(new RegExp(`^${key}=(.*)$`, "m"))?.[1];
+
+let work = "";
+let tarball = "";
+let packList: string[] = [];
+
+before(async () => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), "create-grpc-svc-e2e-"));
+  const packDir = path.join(work, "pack");
+  fs.mkdirSync(packDir);
+  // prepack builds dist/ and gathers the third-party protos.
+  const r = await run("npm", ["pack", "--pack-destination", packDir], root, 5 * MINUTE);
+  assertOk(r, "npm pack");
+  const name = fs.readdirSync(packDir).find((f) => f.endsWith(".tgz"));
+  assert.ok(name, "npm pack wrote a .tgz");
+  tarball = path.join(packDir, name);
+  const list = await run("tar", ["-tzf", tarball], work, MINUTE);
+  assertOk(list, "tar -t");
+  packList = list.output.split("\n").filter(Boolean);
+});
+
+after(() => {
+  if (work && !process.env.E2E_KEEP) fs.rmSync(work, { recursive: true, force: true });
+  else if (work) console.log(`# kept ${work}`);
+});
+
+test("the tarball carries the compiled CLI, the template and the gathered protos, and no local state", () => {
+  for (const file of [
+    "package/dist/generator/cli.js",
+    "package/template/package.json",
+    "package/template/package-lock.json",
+    "package/template/Makefile",
+    "package/template/_gitignore",
+    "package/template/.env.example",
+    "package/template/proto/google/api/annotations.proto",
+    "package/template/proto/google/api/http.proto",
+    "package/template/proto/buf/validate/validate.proto",
+    "package/template/proto/grpc/health/v1/health.proto",
+  ]) {
+    assert.ok(packList.includes(file), `${file} is in the tarball`);
+  }
+  for (const prefix of ["package/template/node_modules/", "package/template/src/gen/", "package/template/dist/", "package/template/.env"]) {
+    const found = packList.filter((f) => f === prefix || (prefix.endsWith("/") ? f.startsWith(prefix) : f === prefix));
+    assert.deepEqual(found, [], `${prefix} is not in the tarball`);
+  }
+  assert.ok(!packList.some((f) => f.startsWith("package/generator/")), "TypeScript sources of the generator are not shipped");
+});
+
+/** Scaffolds `name` in a fresh directory under `work` and returns the generated repo's path. */
+async function scaffold(name: string, flags: string[]): Promise<{ dir: string; result: Result }> {
+  const cwd = fs.mkdtempSync(path.join(work, `${name}-`));
+  const result = await run("npm", ["exec", "--yes", `--package=${tarball}`, "--", "create-grpc-svc", name, ...flags], cwd, 10 * MINUTE);
+  return { dir: path.join(cwd, name), result };
+}
+
+describe("demo-svc --yes (defaults: install and git)", () => {
+  let dir = "";
+
+  test("scaffolds", { timeout: 10 * MINUTE }, async (t) => {
+    const s = await scaffold("demo-svc", ["--yes"]);
+    dir = s.dir;
+    assertOk(s.result, "create-grpc-svc demo-svc --yes");
+    t.diagnostic(`scaffolded with npm install in ${s.result.ms} ms`);
+    assert.ok(fs.existsSync(path.join(dir, "node_modules/.package-lock.json")), "dependencies are installed");
+  });
+
+  test("renames every example token", () => {
+    assert.ok(fs.existsSync(path.join(dir, "proto/demo/v1/demo.proto")));
+    assert.match(fs.readFileSync(path.join(dir, "proto/demo/v1/demo.proto"), "utf8"), /^package demo\.v1;$/m);
+    assert.deepEqual(leftoverTokens(dir), []);
+    assert.equal(fs.readFileSync(path.join(dir, "README.md"), "utf8").split("\n")[0], "# demo-svc");
+    assert.equal(JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).name, "demo-svc");
+  });
+
+  test("writes .gitignore and commits everything but .env", async () => {
+    assert.ok(fs.existsSync(path.join(dir, ".gitignore")) && !fs.existsSync(path.join(dir, "_gitignore")));
+    const log = await run("git", ["log", "--oneline"], dir, MINUTE);
+    assertOk(log, "git log");
+    assert.equal(log.output.trim().split("\n").length, 1, log.output);
+    const tracked = await run("git", ["ls-files"], dir, MINUTE);
+    assert.ok(tracked.output.split("\n").includes("Makefile"));
+    assert.ok(!tracked.output.split("\n").includes(".env"), ".env is not committed");
+    assert.ok(tracked.output.split("\n").includes("proto/google/api/annotations.proto"), "third-party protos are committed");
+  });
+
+  test("make test passes in the generated repository", { timeout: 15 * MINUTE }, async (t) => {
+    const r = await run("make", ["test"], dir, 15 * MINUTE);
+    assertOk(r, "make test in demo-svc");
+    t.diagnostic(`make test took ${r.ms} ms`);
+  });
+
+  test("leaves the work tree clean: generated files are ignored", async () => {
+    const status = await run("git", ["status", "--porcelain"], dir, MINUTE);
+    assertOk(status, "git status");
+    assert.equal(status.output.trim(), "");
+  });
+});
+
+describe("scaffolding speed", () => {
+  test("--no-install --no-git completes", { timeout: 5 * MINUTE }, async (t) => {
+    // The package is in npm's cache by now, so this measures npm exec's start plus the generator.
+    const s = await scaffold("quick-svc", ["--yes", "--no-install", "--no-git"]);
+    assertOk(s.result, "create-grpc-svc quick-svc --no-install --no-git");
+    assert.ok(fs.existsSync(path.join(s.dir, "Makefile")));
+    assert.ok(!fs.existsSync(path.join(s.dir, "node_modules")) && !fs.existsSync(path.join(s.dir, ".git")));
+    t.diagnostic(`npm exec create-grpc-svc --no-install --no-git: ${s.result.ms} ms`);
+
+    // The bin alone, without npm exec's own start-up (dist/ was built by prepack).
+    const cwd = fs.mkdtempSync(path.join(work, "direct-"));
+    const direct = await run(process.execPath, [path.join(root, "dist/generator/cli.js"), "direct-svc", "--yes", "--no-install", "--no-git"], cwd, MINUTE);
+    assertOk(direct, "node dist/generator/cli.js");
+    t.diagnostic(`node dist/generator/cli.js --no-install --no-git: ${direct.ms} ms`);
+  });
+});
+
+describe("pay-service --auth both --admin-port 9095 --unix-socket --no-sse", () => {
+  let dir = "";
+
+  test("scaffolds", { timeout: 10 * MINUTE }, async () => {
+    const s = await scaffold("pay-service", ["--yes", "--auth", "both", "--admin-port", "9095", "--unix-socket", "--no-sse"]);
+    dir = s.dir;
+    assertOk(s.result, "create-grpc-svc pay-service");
+  });
+
+  test("renames every example token", () => {
+    const proto = fs.readFileSync(path.join(dir, "proto/pay/v1/pay.proto"), "utf8");
+    assert.match(proto, /^package pay\.v1;$/m);
+    assert.match(proto, /^service PayService \{$/m);
+    assert.deepEqual(leftoverTokens(dir), []);
+  });
+
+  test("puts the choices in .env, the secrets in .env only, and the choices in the README", () => {
+    const env = fs.readFileSync(path.join(dir, ".env"), "utf8");
+    const example = fs.readFileSync(path.join(dir, ".env.example"), "utf8");
+    assert.ok((envValue(env, "JWT_SECRET") ?? "").length >= 32, "JWT_SECRET is set");
+    assert.ok((envValue(env, "API_KEYS") ?? "").length > 0, "API_KEYS is set");
+    for (const [key, value] of [
+      ["HTTP_HEADER_PREFIXES", "x-api-key"],
+      ["ADMIN_PORT", "9095"],
+      ["DISABLE_UNIX_GATEWAY", "false"],
+      ["DISABLE_SSE_MARSHALER", "true"],
+    ] as const) {
+      assert.equal(envValue(env, key), value, `.env: ${key}`);
+      assert.equal(envValue(example, key), value, `.env.example: ${key}`);
+    }
+    assert.equal(envValue(example, "JWT_SECRET"), undefined, "no secret in .env.example");
+    assert.equal(envValue(example, "API_KEYS"), undefined, "no secret in .env.example");
+    assert.equal((fs.statSync(path.join(dir, ".env")).mode & 0o777).toString(8), "600");
+    const readme = fs.readFileSync(path.join(dir, "README.md"), "utf8");
+    assert.ok(!readme.includes("create-grpc-svc:choices"), "the choices block is replaced");
+    assert.match(readme, /9095/);
+  });
+
+  test("make test passes in the generated repository", { timeout: 15 * MINUTE }, async (t) => {
+    const r = await run("make", ["test"], dir, 15 * MINUTE);
+    assertOk(r, "make test in pay-service");
+    t.diagnostic(`make test took ${r.ms} ms`);
+  });
+});
