@@ -78,6 +78,19 @@ export function registerGateway(app: FastifyInstance, { routes, invoker, headers
   app.route({ method: METHODS, url: "/", handler: handle });
 }
 
+/** Resolves when a slow client has drained the buffer, or has gone away. */
+function writable(raw: FastifyReply["raw"]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      resolve();
+    };
+    raw.once("drain", done);
+    raw.once("close", done);
+  });
+}
+
 /** Header metadata that came with an error (grpc-js clients attach it to the error). */
 function responseHeaders(err: unknown, traceHeader: string): Record<string, string> {
   const md = asGrpcError(err)?.metadata;
@@ -108,8 +121,8 @@ async function streamNdjson(
     for await (const message of stream) {
       if (!started) start();
       const json = route.responseBodyField ? responseJson(route, message) : toJsonString(output, message, JSON_WRITE);
-      if (!raw.write(`{"result":${json}}\n`)) await new Promise((resolve) => raw.once("drain", resolve));
-      if (raw.destroyed) return;
+      if (!raw.write(`{"result":${json}}\n`)) await writable(raw);
+      if (raw.destroyed) return; // the client left; returning ends the handler's stream
     }
     if (!started) start();
     raw.end();
