@@ -43,9 +43,11 @@ build: node_modules/.package-lock.json ## Compile the generator to dist/
 protos: node_modules/.package-lock.json ## Gather the third-party protos into proto/ and template/proto/
 	npm run --silent protos
 
-# Installed only when missing: npm ci starts from scratch, so it must not run on every call.
+# Installed when missing. Not `npm ci`: lockfiles written through a registry mirror that serves only
+# linux builds lack the other platforms' optional packages (buf, biome, esbuild, tsc), and npm ci rejects
+# such a lockfile on every platform. `npm install` installs the locked versions and leaves the lockfile as is.
 node_modules/.package-lock.json:
-	npm ci --no-audit --no-fund
+	npm install --no-audit --no-fund
 
 template/node_modules/.package-lock.json:
-	cd template && npm ci --no-audit --no-fund
+	cd template && npm install --no-audit --no-fund
