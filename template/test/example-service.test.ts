@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Code } from "../src/framework/index.js";
-import { type TestServer, startTestServer } from "../src/framework/testing/harness.js";
+import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../src/gen/grpc/health/v1/health_pb.js";
 import { exampleService } from "../src/service/example-service.js";
@@ -97,7 +97,10 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
     let server: TestServer;
     before(async () => {
       server = await startTestServer([exampleService], { GATEWAY_MODE: mode });
-      assert.ok(server.logs.some((l) => l.msg === "ready" && l.gatewayMode === mode), `serving in ${mode} mode`);
+      assert.ok(
+        server.logs.some((l) => l.msg === "ready" && l.gatewayMode === mode),
+        `serving in ${mode} mode`,
+      );
     });
     after(() => server.close());
 
@@ -127,13 +130,22 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
     test("GET /api/v1/countdown/{from} streams newline-delimited JSON results", async () => {
       const res = await fetch(`${server.httpUrl}/api/v1/countdown/3`);
       assert.equal(res.status, 200);
-      const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l));
+      const lines = (await res.text())
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       assert.deepEqual(lines, [{ result: { remaining: 3 } }, { result: { remaining: 2 } }, { result: { remaining: 1 } }]);
     });
 
     test("POST /api/v1/countdown takes the request from the body", async () => {
       const res = await post(server, "/api/v1/countdown", { from: 2 });
-      assert.deepEqual((await res.text()).trim().split("\n").map((l) => JSON.parse(l)), [{ result: { remaining: 2 } }, { result: { remaining: 1 } }]);
+      assert.deepEqual(
+        (await res.text())
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l)),
+        [{ result: { remaining: 2 } }, { result: { remaining: 1 } }],
+      );
     });
 
     test("an invalid stream request fails before the first message with the code's HTTP status", async () => {
@@ -166,7 +178,10 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
       const body = (await res.json()) as { code: number; details: Record<string, unknown>[] };
       assert.equal(body.code, Code.INVALID_ARGUMENT);
       assert.deepEqual(body.details, [
-        { "@type": "type.googleapis.com/google.rpc.BadRequest", fieldViolations: [{ field: "message", description: "must be at least 1 characters" }] },
+        {
+          "@type": "type.googleapis.com/google.rpc.BadRequest",
+          fieldViolations: [{ field: "message", description: "must be at least 1 characters" }],
+        },
       ]);
     });
 

@@ -6,11 +6,11 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { type Server, createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 import { createInterface } from "node:readline";
+import { afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, test } from "node:test";
 
 const TEMPLATE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const TEST_TIMEOUT_MS = 30_000;
@@ -93,7 +93,13 @@ function startService(settings: Record<string, string> = {}): Service {
       if (seen) return Promise.resolve(seen);
       return new Promise<LogLine>((resolve, reject) => {
         waiters.push({ match, resolve });
-        closed.then(() => reject(new Error(`the service exited before logging ${what}; stderr:\n${stderr}\nstdout:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`)));
+        closed.then(() =>
+          reject(
+            new Error(
+              `the service exited before logging ${what}; stderr:\n${stderr}\nstdout:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`,
+            ),
+          ),
+        );
       });
     },
   };
@@ -188,7 +194,10 @@ describe("the service process", () => {
     const service = startService({ GRPC_PORT: "abc", HTTP_PORT: "x" });
     const { code } = await finished(service);
     assert.equal(code, 1);
-    const lines = service.stderr().split("\n").filter((l) => l.trim() !== "");
+    const lines = service
+      .stderr()
+      .split("\n")
+      .filter((l) => l.trim() !== "");
     assert.equal(lines.length, 2, `expected two lines, got:\n${service.stderr()}`);
     const grpc = lines.filter((l) => l.includes("GRPC_PORT"));
     const http = lines.filter((l) => l.includes("HTTP_PORT"));
@@ -196,7 +205,10 @@ describe("the service process", () => {
     assert.equal(http.length, 1);
     assert.match(grpc[0]!, /GRPC_PORT: expected an integer from 0 to 65535/);
     assert.match(http[0]!, /HTTP_PORT: expected an integer from 0 to 65535/);
-    assert.equal(service.logs.find((l) => l.msg === "ready"), undefined);
+    assert.equal(
+      service.logs.find((l) => l.msg === "ready"),
+      undefined,
+    );
   });
 
   test("an HTTP port already in use exits 1 with a message naming the port", { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -210,9 +222,16 @@ describe("the service process", () => {
       const service = startService({ HTTP_PORT: String(port) });
       const { code } = await finished(service);
       assert.equal(code, 1);
-      assert.equal(service.logs.find((l) => l.msg === "ready"), undefined, "never reports ready");
+      assert.equal(
+        service.logs.find((l) => l.msg === "ready"),
+        undefined,
+        "never reports ready",
+      );
       const failure = service.logs.find((l) => typeof l.msg === "string" && l.msg.includes(`:${port}`));
-      assert.ok(failure, `no log line names port ${port}; stdout:\n${service.logs.map((l) => JSON.stringify(l)).join("\n")}\nstderr:\n${service.stderr()}`);
+      assert.ok(
+        failure,
+        `no log line names port ${port}; stdout:\n${service.logs.map((l) => JSON.stringify(l)).join("\n")}\nstderr:\n${service.stderr()}`,
+      );
       assert.match(String(failure.msg), /HTTP/);
       assert.match(String(failure.msg), /EADDRINUSE|in use/);
       assert.equal(failure.level, "fatal");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { type TestServer, startTestServer } from "../src/framework/testing/harness.js";
+import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
 import { exampleService } from "../src/service/example-service.js";
 
 const run = promisify(execFile);
@@ -21,14 +21,24 @@ after(() => server.close());
 
 test("reflection lists the service's methods and the health service", async () => {
   const methods = (await bufCurl("--list-methods", `http://${server.grpcAddress}`)).trim().split("\n");
-  for (const m of ["example.v1.ExampleService/Echo", "example.v1.ExampleService/Countdown", "example.v1.ExampleService/Fail", "grpc.health.v1.Health/Check", "grpc.health.v1.Health/Watch"]) {
+  for (const m of [
+    "example.v1.ExampleService/Echo",
+    "example.v1.ExampleService/Countdown",
+    "example.v1.ExampleService/Fail",
+    "grpc.health.v1.Health/Check",
+    "grpc.health.v1.Health/Watch",
+  ]) {
     assert.ok(methods.includes(m), `${m} in ${methods.join(", ")}`);
   }
 });
 
 test("buf curl calls Health/Check and Echo through reflection", async () => {
-  assert.deepEqual(JSON.parse(await bufCurl(`http://${server.grpcAddress}/grpc.health.v1.Health/Check`, "-d", "{}")), { status: "SERVING" });
-  const echo = JSON.parse(await bufCurl(`http://${server.grpcAddress}/example.v1.ExampleService/Echo`, "-d", '{"message":"via reflection"}'));
+  assert.deepEqual(JSON.parse(await bufCurl(`http://${server.grpcAddress}/grpc.health.v1.Health/Check`, "-d", "{}")), {
+    status: "SERVING",
+  });
+  const echo = JSON.parse(
+    await bufCurl(`http://${server.grpcAddress}/example.v1.ExampleService/Echo`, "-d", '{"message":"via reflection"}'),
+  );
   assert.equal(echo.message, "via reflection");
 });
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code, GrpcError, codeName, defineService } from "../framework/index.js";
+import { Code, codeName, defineService, GrpcError } from "../framework/index.js";
 import { ExampleService } from "../gen/example/v1/example_pb.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { DescMethodServerStreaming, DescMethodUnary, DescService, Message, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
-import { type ChannelCredentials, Client as GrpcClient, Metadata, credentials } from "@grpc/grpc-js";
+import { type ChannelCredentials, credentials, Client as GrpcClient, Metadata } from "@grpc/grpc-js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
 
 export interface CallOptions {
@@ -10,7 +10,10 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-type UnaryMethod<M extends DescMethodUnary> = (request: MessageInitShape<M["input"]>, options?: CallOptions) => Promise<MessageShape<M["output"]>>;
+type UnaryMethod<M extends DescMethodUnary> = (
+  request: MessageInitShape<M["input"]>,
+  options?: CallOptions,
+) => Promise<MessageShape<M["output"]>>;
 type StreamMethod<M extends DescMethodServerStreaming> = (
   request: MessageInitShape<M["input"]>,
   options?: CallOptions,
@@ -44,16 +47,29 @@ export function createClient<S extends DescService>(
     if (m.methodKind === "unary") {
       client[m.localName] = (request: object, options: CallOptions = {}) =>
         new Promise<Message>((resolve, reject) => {
-          const call = grpc.makeUnaryRequest(d.path, d.requestSerialize, d.responseDeserialize, create(m.input, request as never), toMetadata(options.metadata), { deadline: options.deadline }, (err, res) =>
-            err ? reject(err) : resolve(res as Message),
+          const call = grpc.makeUnaryRequest(
+            d.path,
+            d.requestSerialize,
+            d.responseDeserialize,
+            create(m.input, request as never),
+            toMetadata(options.metadata),
+            { deadline: options.deadline },
+            (err, res) => (err ? reject(err) : resolve(res as Message)),
           );
           options.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         });
     } else if (m.methodKind === "server_streaming") {
       client[m.localName] = (request: object, options: CallOptions = {}) => {
-        const call = grpc.makeServerStreamRequest(d.path, d.requestSerialize, d.responseDeserialize, create(m.input, request as never), toMetadata(options.metadata), {
-          deadline: options.deadline,
-        });
+        const call = grpc.makeServerStreamRequest(
+          d.path,
+          d.requestSerialize,
+          d.responseDeserialize,
+          create(m.input, request as never),
+          toMetadata(options.metadata),
+          {
+            deadline: options.deadline,
+          },
+        );
         options.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         return call as AsyncIterable<Message>;
       };

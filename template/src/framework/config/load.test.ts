@@ -120,7 +120,10 @@ describe("loadConfig", () => {
     });
 
     test("a negative duration", () => {
-      assert.match(oneProblem({ GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "-1" }, "GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS"), /expected a number from 0/);
+      assert.match(
+        oneProblem({ GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "-1" }, "GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS"),
+        /expected a number from 0/,
+      );
     });
 
     test("a header name with a space", () => {
@@ -155,7 +158,10 @@ describe("loadConfig", () => {
     });
 
     test("GRPC_GRACEFUL_DURATION_IN_SECONDS above SHUTDOWN_DURATION_IN_SECONDS is rejected", () => {
-      const line = oneProblem({ GRPC_GRACEFUL_DURATION_IN_SECONDS: "10", SHUTDOWN_DURATION_IN_SECONDS: "5" }, "GRPC_GRACEFUL_DURATION_IN_SECONDS");
+      const line = oneProblem(
+        { GRPC_GRACEFUL_DURATION_IN_SECONDS: "10", SHUTDOWN_DURATION_IN_SECONDS: "5" },
+        "GRPC_GRACEFUL_DURATION_IN_SECONDS",
+      );
       assert.match(line, /10 ≥ 5/);
     });
 
@@ -166,7 +172,10 @@ describe("loadConfig", () => {
     });
 
     test("only a TLS certificate names the missing key", () => {
-      assert.match(oneProblem({ GRPC_TLS_CERT_FILE: "/tls/cert.pem" }, "GRPC_TLS_KEY_FILE"), /must be set together with GRPC_TLS_CERT_FILE/);
+      assert.match(
+        oneProblem({ GRPC_TLS_CERT_FILE: "/tls/cert.pem" }, "GRPC_TLS_KEY_FILE"),
+        /must be set together with GRPC_TLS_CERT_FILE/,
+      );
     });
 
     test("only a TLS key names the missing certificate", () => {
@@ -196,7 +205,11 @@ describe("loadConfig", () => {
   });
 
   describe("secrets", () => {
-    const secrets = { JWT_SECRET: "jwt-s3cr3t-value", API_KEYS: "key-one-s3cr3t,key-two-s3cr3t", SENTRY_DSN: "https://dsn-s3cr3t@sentry.example/1" };
+    const secrets = {
+      JWT_SECRET: "jwt-s3cr3t-value",
+      API_KEYS: "key-one-s3cr3t,key-two-s3cr3t",
+      SENTRY_DSN: "https://dsn-s3cr3t@sentry.example/1",
+    };
 
     test("never appear in the problems reported for other variables", () => {
       assert.throws(

@@ -27,7 +27,7 @@ export function loadConfig(env: Env = process.env): Config {
       config[name] = s.parse(raw);
     } catch (err) {
       if (!(err instanceof ConfigValueError)) throw err;
-      const shown = s.secret ? "" : ` (got "${raw}")`;
+      const shown = s.secret ? "" : ` (got ${JSON.stringify(raw)})`;
       problems.push(`${name}: ${err.message}${shown}`);
     }
   }

@@ -1,5 +1,5 @@
-import { Metadata, status as Code } from "@grpc/grpc-js";
 import type { Message } from "@bufbuild/protobuf";
+import { status as Code, Metadata } from "@grpc/grpc-js";
 
 export { Code };
 

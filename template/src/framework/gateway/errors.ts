@@ -1,7 +1,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import type { Any } from "@bufbuild/protobuf/wkt";
 import type { FastifyReply } from "fastify";
-import { Code, GrpcError, asGrpcError } from "../errors/status.js";
+import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { detailsFromMetadata, statusJson } from "../errors/wire.js";
 import { httpStatusFromCode } from "./http-status.js";
 
@@ -26,5 +26,9 @@ export function httpError(err: unknown): HttpError {
 
 export function sendHttpError(reply: FastifyReply, err: unknown, extraHeaders: Record<string, string> = {}): FastifyReply {
   const e = httpError(err);
-  return reply.code(e.status).headers({ ...extraHeaders, ...e.headers }).type("application/json").send(e.body);
+  return reply
+    .code(e.status)
+    .headers({ ...extraHeaders, ...e.headers })
+    .type("application/json")
+    .send(e.body);
 }

@@ -1,6 +1,6 @@
 import { type Message, toJson, toJsonString } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { Code, GrpcError, asGrpcError } from "../errors/status.js";
+import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { httpError, sendHttpError } from "./errors.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
 import { type HeaderPolicy, headersFromMetadata, metadataFromHeaders } from "./metadata.js";

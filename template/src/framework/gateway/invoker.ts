@@ -1,5 +1,5 @@
 import type { Message } from "@bufbuild/protobuf";
-import { type ChannelCredentials, Client, type ClientReadableStream, Metadata, credentials } from "@grpc/grpc-js";
+import { type ChannelCredentials, Client, type ClientReadableStream, credentials, Metadata } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../interceptors/context.js";
 import type { CallResult } from "../interceptors/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
@@ -29,7 +29,14 @@ export interface Invoker {
 export function inProcessInvoker(): Invoker {
   return {
     async invoke(method, request, { metadata, signal, httpPath }) {
-      const ctx = new CallContext({ method: method.info, transport: "http", metadata, signal, deadline: Number.POSITIVE_INFINITY, httpPath });
+      const ctx = new CallContext({
+        method: method.info,
+        transport: "http",
+        metadata,
+        signal,
+        deadline: Number.POSITIVE_INFINITY,
+        httpPath,
+      });
       const result = await runInContext(ctx, () => method.invoke({ method: method.info, ctx, request }));
       const inContext: CallResult = "stream" in result ? { stream: iterateInContext(ctx, result.stream) } : result;
       return { header: ctx.responseHeader, trailer: ctx.responseTrailer, result: inContext };
@@ -56,7 +63,11 @@ async function* iterateInContext(ctx: CallContext, stream: AsyncIterable<Message
  * A grpc-js client of the local server (TCP loopback or a Unix socket), so the chain runs on
  * the gRPC side exactly as for any other client. Method definitions are made once per method.
  */
-export function grpcInvoker(target: string, channelCredentials: ChannelCredentials = credentials.createInsecure(), options: object = {}): Invoker {
+export function grpcInvoker(
+  target: string,
+  channelCredentials: ChannelCredentials = credentials.createInsecure(),
+  options: object = {},
+): Invoker {
   const client = new Client(target, channelCredentials, options);
   const definitions = new Map<string, ReturnType<typeof grpcMethodDefinition>>();
   const definitionOf = (m: BoundMethod) => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { TemplateError, parsePathTemplate } from "./path-template.js";
+import { parsePathTemplate, TemplateError } from "./path-template.js";
 
 describe("parsePathTemplate", () => {
   test("literal segments become literal segments in order, with no variables and no verb", () => {
@@ -71,7 +71,10 @@ describe("parsePathTemplate", () => {
   test(":verb after a literal is split off as the custom verb", () => {
     const t = parsePathTemplate("/v1/books:publish");
     assert.equal(t.verb, "publish");
-    assert.deepEqual(t.segments, [{ kind: "literal", value: "v1" }, { kind: "literal", value: "books" }]);
+    assert.deepEqual(t.segments, [
+      { kind: "literal", value: "v1" },
+      { kind: "literal", value: "books" },
+    ]);
   });
 
   test(":verb after a variable is split off, not taken into the variable", () => {
@@ -87,11 +90,15 @@ describe("parsePathTemplate", () => {
   });
 
   describe("rejects with TemplateError", () => {
-    const rejects = (source: string, message: RegExp) => assert.throws(() => parsePathTemplate(source), (err: unknown) => {
-      assert.ok(err instanceof TemplateError, `expected TemplateError, got ${String(err)}`);
-      assert.match(err.message, message);
-      return true;
-    });
+    const rejects = (source: string, message: RegExp) =>
+      assert.throws(
+        () => parsePathTemplate(source),
+        (err: unknown) => {
+          assert.ok(err instanceof TemplateError, `expected TemplateError, got ${String(err)}`);
+          assert.match(err.message, message);
+          return true;
+        },
+      );
 
     test("a template without a leading slash", () => rejects("v1/books", /must start with "\/"/));
     test("** that is not the last segment", () => rejects("/v1/**/books", /"\*\*" must be the last segment/));

@@ -7,7 +7,7 @@ import { type BoundMethod, methodInfo } from "../server/methods.js";
 import { parsePathTemplate } from "./path-template.js";
 import { decodeRequest } from "./request.js";
 import { Router } from "./router.js";
-import { type GatewayRoute, compileRoutes } from "./routes.js";
+import { compileRoutes, type GatewayRoute } from "./routes.js";
 
 const bound: BoundMethod[] = ExampleService.methods.map((desc) => ({
   info: methodInfo(desc),

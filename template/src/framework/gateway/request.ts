@@ -1,4 +1,15 @@
-import { type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, ScalarType, create, fromJson, fromJsonString, mergeFromJson } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescField,
+  type DescMessage,
+  fromJson,
+  fromJsonString,
+  type JsonObject,
+  type JsonValue,
+  type Message,
+  mergeFromJson,
+  ScalarType,
+} from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../errors/status.js";
 import type { GatewayRoute } from "./routes.js";
 
@@ -13,8 +24,12 @@ const invalid = (message: string) => new GrpcError(Code.INVALID_ARGUMENT, messag
 export function decodeRequest(route: GatewayRoute, segments: string[], query: string, body: string | undefined): Message {
   const input = route.method.info.desc.input;
   const message = decodeBody(route, input, body);
-  if (route.body !== "*" && query !== "") mergeFromJson(input, message, queryJson(route, input, query), JSON_READ);
-  if (route.pathFields.length > 0) mergeFromJson(input, message, pathJson(route, segments), JSON_READ);
+  try {
+    if (route.body !== "*" && query !== "") mergeFromJson(input, message, queryJson(route, input, query), JSON_READ);
+    if (route.pathFields.length > 0) mergeFromJson(input, message, pathJson(route, segments), JSON_READ);
+  } catch (err) {
+    throw err instanceof GrpcError ? err : invalid((err as Error).message);
+  }
   return message;
 }
 

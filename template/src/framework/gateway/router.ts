@@ -57,15 +57,14 @@ export class Router<R> {
       }
       return undefined;
     };
+    // A trailing ":verb" may be a custom verb or part of a literal; try the verb first.
+    // Only a literal colon counts: an escaped one (%3A) is data.
     const last = raw.length - 1;
-    const colon = decoded[last]?.lastIndexOf(":") ?? -1;
+    const colon = raw[last]!.lastIndexOf(":");
     if (colon > 0) {
-      // A trailing ":verb" may be a custom verb or part of a literal; try the verb first.
-      const rawColon = raw[last]!.lastIndexOf(":");
-      const verb = decoded[last]!.slice(colon + 1);
-      const rawSegments = [...raw.slice(0, last), raw[last]!.slice(0, rawColon)];
-      const literals = [...decoded.slice(0, last), decoded[last]!.slice(0, colon)];
-      const route = attempt(literals, verb);
+      const head = raw[last]!.slice(0, colon);
+      const rawSegments = [...raw.slice(0, last), head];
+      const route = attempt([...decoded.slice(0, last), decodeURIComponent(head)], raw[last]!.slice(colon + 1));
       if (route !== undefined) return { kind: "found", route, segments: rawSegments };
     }
     const route = attempt(decoded, "");

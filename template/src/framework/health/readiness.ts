@@ -6,8 +6,8 @@ import {
   type HealthCheckRequest,
   type HealthCheckResponse,
   HealthCheckResponseSchema,
-  HealthCheckResponse_ServingStatus as ServingStatus,
   HealthListResponseSchema,
+  HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/grpc/health/v1/health_pb.js";
 import { grpcServiceDefinition } from "../server/grpc-definition.js";
 

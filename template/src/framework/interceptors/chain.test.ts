@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { beforeEach, describe, test } from "node:test";
-import { type Message, create } from "@bufbuild/protobuf";
+import { create, type Message } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import {
   type CountdownResponse,
@@ -15,20 +15,30 @@ import { loadConfig } from "../config/load.js";
 import { Code, GrpcError } from "../errors/status.js";
 import { configureLogging } from "../logging/logger.js";
 import { methodInfo } from "../server/methods.js";
-import { Chain, type NamedInterceptor, defaultInterceptors } from "./chain.js";
+import { Chain, defaultInterceptors, type NamedInterceptor } from "./chain.js";
 import { CallContext } from "./context.js";
 import { observe } from "./observe.js";
 import { recovery } from "./recovery.js";
 import type { Call, CallResult, Next } from "./types.js";
 
 const logs: Record<string, unknown>[] = [];
-configureLogging({ level: "info", format: "json", destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } });
+configureLogging({
+  level: "info",
+  format: "json",
+  destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
+});
 
 const echoInfo = methodInfo(ExampleService.method.echo);
 const countdownInfo = methodInfo(ExampleService.method.countdown);
 
 function callOf(info = echoInfo, request: Message = create(EchoRequestSchema, { message: "hi" })): Call {
-  const ctx = new CallContext({ method: info, transport: "grpc", metadata: new Metadata(), signal: new AbortController().signal, deadline: Number.POSITIVE_INFINITY });
+  const ctx = new CallContext({
+    method: info,
+    transport: "grpc",
+    metadata: new Metadata(),
+    signal: new AbortController().signal,
+    deadline: Number.POSITIVE_INFINITY,
+  });
   return { method: info, ctx, request };
 }
 
@@ -71,7 +81,11 @@ describe("the interceptor chain", () => {
   });
 
   test("DISABLE_PROTO_VALIDATE=true removes validate and keeps the rest in order", () => {
-    assert.deepEqual(new Chain(defaultInterceptors(loadConfig({ DISABLE_PROTO_VALIDATE: "true" }))).names(), ["responseTimeLog", "traceId", "recovery"]);
+    assert.deepEqual(new Chain(defaultInterceptors(loadConfig({ DISABLE_PROTO_VALIDATE: "true" }))).names(), [
+      "responseTimeLog",
+      "traceId",
+      "recovery",
+    ]);
   });
 
   test("prepend puts custom interceptors before the defaults, the latest call outermost", () => {
@@ -142,7 +156,7 @@ describe("the interceptor chain", () => {
 });
 
 describe("recovery", () => {
-  test("a handler throwing a plain Error becomes INTERNAL \"internal error\", with the original logged", async () => {
+  test('a handler throwing a plain Error becomes INTERNAL "internal error", with the original logged', async () => {
     const boom = new Error("database password is hunter2");
     const invoke = recovery(async () => {
       throw boom;
@@ -157,9 +171,12 @@ describe("recovery", () => {
   });
 
   test("a handler that throws synchronously is recovered the same way", async () => {
-    const invoke = recovery((() => {
-      throw new TypeError("sync");
-    }) as Next, echoInfo);
+    const invoke = recovery(
+      (() => {
+        throw new TypeError("sync");
+      }) as Next,
+      echoInfo,
+    );
     assertInternal(await rejection(invoke(callOf())));
   });
 
@@ -178,7 +195,11 @@ describe("recovery", () => {
   });
 
   test("a grpc-js status error from a downstream call keeps its code and message", async () => {
-    const downstream = Object.assign(new Error("14 UNAVAILABLE: backend down"), { code: Code.UNAVAILABLE, details: "backend down", metadata: new Metadata() });
+    const downstream = Object.assign(new Error("14 UNAVAILABLE: backend down"), {
+      code: Code.UNAVAILABLE,
+      details: "backend down",
+      metadata: new Metadata(),
+    });
     const invoke = recovery(async () => {
       throw downstream;
     }, echoInfo);
@@ -206,7 +227,10 @@ describe("recovery", () => {
     );
     assert.deepEqual(received, [3]);
     assertInternal(err, boom);
-    assert.ok(logs.some((l) => l.level === "error"), "the mid-stream error is logged");
+    assert.ok(
+      logs.some((l) => l.level === "error"),
+      "the mid-stream error is logged",
+    );
   });
 
   test("a stream that throws a GrpcError mid-way passes it through", async () => {
@@ -234,7 +258,10 @@ describe("observe", () => {
   test("a unary result ends at once with one message and no error", () => {
     const ends: [unknown, number][] = [];
     const result: CallResult = { message: create(EchoResponseSchema) };
-    assert.equal(observe(result, (e, n) => ends.push([e, n])), result);
+    assert.equal(
+      observe(result, (e, n) => ends.push([e, n])),
+      result,
+    );
     assert.deepEqual(ends, [[undefined, 1]]);
   });
 

@@ -2,8 +2,8 @@ import type { Config } from "../config/schema.js";
 import { recovery } from "./recovery.js";
 import { responseTimeLog } from "./response-time.js";
 import { traceId } from "./trace-id.js";
-import { validate } from "./validate.js";
 import type { Interceptor, MethodInfo, Next } from "./types.js";
+import { validate } from "./validate.js";
 
 export interface NamedInterceptor {
   readonly name: string;

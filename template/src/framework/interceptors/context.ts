@@ -52,7 +52,8 @@ export class CallContext {
     this.metadata = init.metadata;
     this.signal = init.signal;
     this.deadline = init.deadline;
-    this.fields = init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
+    this.fields =
+      init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
   }
 
   /** A logger whose lines carry this call's fields; it logs at debug when the call asked for it. */

@@ -14,10 +14,7 @@ export function observe(result: CallResult, onEnd: (error: unknown, messages: nu
   return { stream: observeStream(result.stream, onEnd) };
 }
 
-async function* observeStream(
-  stream: AsyncIterable<Message>,
-  onEnd: (error: unknown, messages: number) => void,
-): AsyncGenerator<Message> {
+async function* observeStream(stream: AsyncIterable<Message>, onEnd: (error: unknown, messages: number) => void): AsyncGenerator<Message> {
   let sent = 0;
   let error: unknown;
   try {

@@ -1,4 +1,4 @@
-import { Code, GrpcError, asGrpcError } from "../errors/status.js";
+import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import type { CallContext } from "./context.js";
 import { mapStreamErrors } from "./observe.js";
 import type { Interceptor } from "./types.js";
@@ -21,6 +21,13 @@ export const recovery: Interceptor = (next) => {
 function recover(err: unknown, ctx: CallContext): GrpcError {
   const status = asGrpcError(err);
   if (status) return status;
+  // The call was cancelled (client gone, deadline, force-stop) and the handler stopped on its signal: not a bug.
+  if (ctx.signal.aborted) {
+    const expired = Date.now() >= ctx.deadline;
+    return new GrpcError(expired ? Code.DEADLINE_EXCEEDED : Code.CANCELLED, expired ? "deadline exceeded" : "call cancelled", {
+      cause: err,
+    });
+  }
   ctx.logger.error({ err }, "handler failed; returning INTERNAL");
   return new GrpcError(Code.INTERNAL, "internal error", { cause: err });
 }

@@ -1,4 +1,4 @@
-import { Code, asGrpcError, codeName } from "../errors/status.js";
+import { asGrpcError, Code, codeName } from "../errors/status.js";
 import { observe } from "./observe.js";
 import type { Interceptor } from "./types.js";
 

@@ -6,18 +6,18 @@ import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { detailTypes } from "../errors/wire.js";
 import { registerGateway } from "../gateway/gateway.js";
-import { type Invoker, grpcInvoker, inProcessInvoker } from "../gateway/invoker.js";
+import { grpcInvoker, type Invoker, inProcessInvoker } from "../gateway/invoker.js";
 import { compileRoutes } from "../gateway/routes.js";
 import { buildInfo } from "../health/build-info.js";
 import { Readiness } from "../health/readiness.js";
 import { registerHealthRoutes } from "../health/routes.js";
-import { Chain, type NamedInterceptor, defaultInterceptors } from "../interceptors/chain.js";
+import { Chain, defaultInterceptors, type NamedInterceptor } from "../interceptors/chain.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createGrpcServer, listenGrpc, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
-import { type UnixSocket, bindUnixSocket } from "../server/unix-socket.js";
 import type { ServiceImpl } from "../server/service.js";
+import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
 
 export interface AppOptions {
@@ -95,7 +95,11 @@ export class App {
     registerGateway(http, {
       routes: compileRoutes(methods),
       invoker,
-      headers: { traceHeader: config.TRACE_HEADER_NAME, debugHeader: config.DEBUG_LOG_HEADER_NAME, prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()) },
+      headers: {
+        traceHeader: config.TRACE_HEADER_NAME,
+        debugHeader: config.DEBUG_LOG_HEADER_NAME,
+        prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()),
+      },
     });
 
     try {
@@ -143,7 +147,12 @@ export class App {
 
   async #closeServers(budget: AbortSignal): Promise<void> {
     // HTTP first: its in-flight gateway calls still need the gRPC server to answer them.
-    if (this.#http) await Promise.race([this.#http.close(), abortion(budget)]);
+    if (this.#http) {
+      // A keep-alive connection busy when closing began turns idle later; close those as they come.
+      const server = this.#http.server;
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      await Promise.race([this.#http.close(), abortion(budget)]).finally(() => clearInterval(idle));
+    }
     this.#invoker?.close();
     this.readiness.closeWatches();
     if (this.#grpc) await stopGrpc(this.#grpc, budget);

@@ -1,4 +1,4 @@
-import { type DescMethod, type DescService, type Message, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type DescMethod, type DescService, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
 
 /** A grpc-js method definition whose (de)serialisers are protobuf-es, from the descriptor alone. */

@@ -51,7 +51,8 @@ export function listenGrpc(server: Server, host: string, port: number, credentia
 export function stopGrpc(server: Server, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const force = () => server.forceShutdown();
-    signal.addEventListener("abort", force, { once: true });
+    if (signal.aborted) force();
+    else signal.addEventListener("abort", force, { once: true });
     server.tryShutdown(() => {
       signal.removeEventListener("abort", force);
       resolve();

@@ -1,4 +1,4 @@
-import { type DescMethod, type Message, create } from "@bufbuild/protobuf";
+import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { Chain } from "../interceptors/chain.js";
 import type { Call, CallResult, MethodInfo, Next } from "../interceptors/types.js";
 import type { ServiceImpl } from "./service.js";
@@ -47,7 +47,8 @@ export function bindMethods(services: readonly ServiceImpl[], chain: Chain): Bou
     const handlers = service.handlers as Record<string, AnyHandler | undefined>;
     for (const desc of service.desc.methods) {
       const handler = handlers[desc.localName];
-      if (typeof handler !== "function") throw new Error(`${service.desc.typeName}: no handler for ${desc.name} (expected handlers.${desc.localName})`);
+      if (typeof handler !== "function")
+        throw new Error(`${service.desc.typeName}: no handler for ${desc.name} (expected handlers.${desc.localName})`);
       const info = methodInfo(desc);
       bound.push({ info, invoke: chain.compose(info, handlerStep(info, handler)) });
     }
