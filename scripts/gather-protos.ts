@@ -32,6 +32,7 @@ export function packageDir(name: string): string {
 export function copiedProtos(): Record<string, string> {
   const googleapis = packageDir("google-proto-files");
   const health = packageDir("grpc-health-check");
+  const reflection = packageDir("@grpc/reflection");
   return {
     "google/api/annotations.proto": path.join(googleapis, "google/api/annotations.proto"),
     "google/api/http.proto": path.join(googleapis, "google/api/http.proto"),
@@ -40,6 +41,8 @@ export function copiedProtos(): Record<string, string> {
     "google/rpc/status.proto": path.join(googleapis, "google/rpc/status.proto"),
     "google/rpc/error_details.proto": path.join(googleapis, "google/rpc/error_details.proto"),
     "grpc/health/v1/health.proto": path.join(health, "proto/health/v1/health.proto"),
+    // v1alpha has the same messages under another package; the server answers both with these.
+    "grpc/reflection/v1/reflection.proto": path.join(reflection, "build/proto/grpc/reflection/v1/reflection.proto"),
   };
 }
 

@@ -1,7 +1,16 @@
-import { type DescFile, toBinary } from "@bufbuild/protobuf";
+import { create, createRegistry, type DescFile, type MessageInitShape, type Registry, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import type { Server } from "@grpc/grpc-js";
-import { ReflectionService } from "@grpc/reflection";
+import { type Server, type ServerDuplexStream, status } from "@grpc/grpc-js";
+import {
+  file_grpc_reflection_v1_reflection,
+  ServerReflection,
+  type ServerReflectionRequest,
+  type ServerReflectionResponse,
+  ServerReflectionResponseSchema,
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { grpcMethodDefinition } from "./grpc-definition.js";
+
+type Answer = NonNullable<MessageInitShape<typeof ServerReflectionResponseSchema>["messageResponse"]>;
 
 /** A file and everything it imports, each once, dependencies first. */
 export function withDependencies(files: readonly DescFile[]): DescFile[] {
@@ -18,13 +27,93 @@ export function withDependencies(files: readonly DescFile[]): DescFile[] {
 }
 
 /**
- * Server reflection (v1 and v1alpha) fed with the real descriptor bytes embedded in the
- * generated code. (@grpc/reflection's usual proto-loader route garbles type names, and
- * `buf curl` then cannot find the health service.)
+ * Answers reflection requests from the protobuf-es descriptors already in memory, so
+ * clients such as `buf curl` and grpcurl see the real files, custom options included.
  */
+class ReflectionIndex {
+  readonly #registry: Registry;
+  readonly #files: Map<string, DescFile>;
+  readonly #services: string[];
+  readonly #encoded = new Map<string, Uint8Array>();
+
+  constructor(files: readonly DescFile[]) {
+    const all = withDependencies(files);
+    this.#files = new Map(all.map((f) => [f.name, f]));
+    this.#registry = createRegistry(...all);
+    this.#services = files.flatMap((f) => f.services.map((s) => s.typeName));
+  }
+
+  answer(request: ServerReflectionRequest): Answer {
+    const r = request.messageRequest;
+    switch (r.case) {
+      case "listServices":
+        return { case: "listServicesResponse", value: { service: this.#services.map((name) => ({ name })) } };
+      case "fileByFilename":
+        return this.#file(this.#files.get(r.value), `file ${r.value}`);
+      case "fileContainingSymbol":
+        return this.#file(this.#fileOfSymbol(r.value), `symbol ${r.value}`);
+      case "fileContainingExtension": {
+        const extendee = this.#registry.getMessage(r.value.containingType);
+        const extension = extendee && this.#registry.getExtensionFor(extendee, r.value.extensionNumber);
+        return this.#file(extension?.file, `extension ${r.value.extensionNumber} of ${r.value.containingType}`);
+      }
+      case "allExtensionNumbersOfType": {
+        const numbers: number[] = [];
+        for (const d of this.#registry) if (d.kind === "extension" && d.extendee.typeName === r.value) numbers.push(d.number);
+        if (!this.#registry.getMessage(r.value)) return notFound(`type ${r.value}`);
+        return { case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: numbers } };
+      }
+      default:
+        return { case: "errorResponse", value: { errorCode: status.INVALID_ARGUMENT, errorMessage: "empty request" } };
+    }
+  }
+
+  /** Messages, enums, services, extensions; methods and fields through their parent. */
+  #fileOfSymbol(symbol: string): DescFile | undefined {
+    const desc = this.#registry.get(symbol);
+    if (desc) return desc.file;
+    const parent = symbol.slice(0, symbol.lastIndexOf("."));
+    return parent ? this.#registry.get(parent)?.file : undefined;
+  }
+
+  /** The file with all its dependencies: clients resolve imports from the same response. */
+  #file(file: DescFile | undefined, what: string): Answer {
+    if (!file) return notFound(what);
+    const fileDescriptorProto = withDependencies([file])
+      .reverse()
+      .map((f) => this.#bytes(f));
+    return { case: "fileDescriptorResponse", value: { fileDescriptorProto } };
+  }
+
+  #bytes(file: DescFile): Uint8Array {
+    let bytes = this.#encoded.get(file.name);
+    if (!bytes) this.#encoded.set(file.name, (bytes = toBinary(FileDescriptorProtoSchema, file.proto)));
+    return bytes;
+  }
+}
+
+function notFound(what: string): Answer {
+  return { case: "errorResponse", value: { errorCode: status.NOT_FOUND, errorMessage: `${what} not found` } };
+}
+
+/** Server reflection v1 and v1alpha (same messages, other package) for `files` and their imports. */
 export function addReflection(server: Server, files: readonly DescFile[]): void {
-  const fileDescriptorProtos = withDependencies(files).map((f) => Buffer.from(toBinary(FileDescriptorProtoSchema, f.proto)));
-  // ReflectionService only reads `fileDescriptorProtos` from each package-definition entry.
-  const definition = { descriptors: { fileDescriptorProtos } } as unknown as ConstructorParameters<typeof ReflectionService>[0];
-  new ReflectionService(definition).addToServer(server);
+  const index = new ReflectionIndex([...files, file_grpc_reflection_v1_reflection]);
+  const method = ServerReflection.method.serverReflectionInfo;
+  const handler = (call: ServerDuplexStream<ServerReflectionRequest, ServerReflectionResponse>) => {
+    call.on("data", (request: ServerReflectionRequest) => {
+      let messageResponse: Answer;
+      try {
+        messageResponse = index.answer(request);
+      } catch {
+        messageResponse = { case: "errorResponse", value: { errorCode: status.INTERNAL, errorMessage: "reflection failed" } };
+      }
+      call.write(create(ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse }));
+    });
+    call.on("end", () => call.end());
+  };
+  for (const pkg of ["grpc.reflection.v1", "grpc.reflection.v1alpha"]) {
+    const definition = { ...grpcMethodDefinition(method), path: `/${pkg}.ServerReflection/ServerReflectionInfo` };
+    server.addService({ ServerReflectionInfo: definition }, { ServerReflectionInfo: handler });
+  }
 }
