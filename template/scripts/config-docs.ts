@@ -15,7 +15,14 @@ const groups: [heading: string, names: Name[]][] = [
   ["Service and listeners", ["APP_NAME", "LISTEN_HOST", "GRPC_PORT", "HTTP_PORT", "ADMIN_PORT"]],
   [
     "Logging",
-    ["LOG_LEVEL", "LOG_FORMAT", "TRACE_HEADER_NAME", "DEBUG_LOG_HEADER_NAME", "DISABLE_DEBUG_LOG_INTERCEPTOR", "RESPONSE_TIME_LOG_ERROR_ONLY"],
+    [
+      "LOG_LEVEL",
+      "LOG_FORMAT",
+      "TRACE_HEADER_NAME",
+      "DEBUG_LOG_HEADER_NAME",
+      "DISABLE_DEBUG_LOG_INTERCEPTOR",
+      "RESPONSE_TIME_LOG_ERROR_ONLY",
+    ],
   ],
   [
     "gRPC",
@@ -32,7 +39,14 @@ const groups: [heading: string, names: Name[]][] = [
   ["Rate limit", ["RATE_LIMIT_PER_SECOND", "RATE_LIMIT_BURST"]],
   [
     "HTTP gateway",
-    ["GATEWAY_MODE", "DISABLE_UNIX_GATEWAY", "HTTP_HEADER_PREFIXES", "DISABLE_HTTP_COMPRESSION", "DISABLE_SSE_MARSHALER", "SSE_HEARTBEAT_SECONDS"],
+    [
+      "GATEWAY_MODE",
+      "DISABLE_UNIX_GATEWAY",
+      "HTTP_HEADER_PREFIXES",
+      "DISABLE_HTTP_COMPRESSION",
+      "DISABLE_SSE_MARSHALER",
+      "SSE_HEARTBEAT_SECONDS",
+    ],
   ],
   ["Authentication", ["JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_CLOCK_SKEW_SECONDS", "API_KEYS"]],
   [
