@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { readPackageJson } from "../src/framework/health/build-info.js";
 import { Code } from "../src/framework/index.js";
 import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
@@ -228,7 +229,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         assert.equal(res.status, 200);
         const body = (await res.json()) as Record<string, unknown>;
         assert.deepEqual(Object.keys(body).sort(), ["app", "branch", "build_date", "git_commit", "node_version", "os_arch", "version"]);
-        assert.equal(body.app, "example");
+        assert.equal(body.app, readPackageJson().name);
         assert.ok(Object.values(body).every((v) => typeof v === "string"));
       }
     });

@@ -11,6 +11,7 @@ import { createInterface } from "node:readline";
 import { afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { readPackageJson } from "../src/framework/health/build-info.js";
 
 const TEMPLATE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const TEST_TIMEOUT_MS = 30_000;
@@ -140,7 +141,7 @@ describe("the service process", () => {
     const info = (await readyResponse.json()) as Record<string, unknown>;
     assert.deepEqual(Object.keys(info).sort(), ["app", "branch", "build_date", "git_commit", "node_version", "os_arch", "version"]);
     for (const [key, value] of Object.entries(info)) assert.equal(typeof value, "string", `${key} should be a string`);
-    assert.equal(info.app, "example");
+    assert.equal(info.app, readPackageJson().name);
     assert.equal(info.version, "0.1.0");
     assert.equal(info.node_version, process.version);
 
