@@ -62,7 +62,7 @@ export function registerGateway(app: FastifyInstance, { routes, invoker, headers
     const metadata = metadataFromHeaders(req.headers, headers);
     let call: GatewayCall;
     try {
-      call = await invoker.invoke(route.method, request, { metadata, signal: controller.signal, httpPath: path });
+      call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path });
     } catch (err) {
       return sendHttpError(reply, err, responseHeaders(err, headers.traceHeader));
     }

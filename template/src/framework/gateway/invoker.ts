@@ -15,7 +15,8 @@ export interface GatewayCall {
 
 export interface InvokeOptions {
   metadata: Metadata;
-  signal: AbortSignal;
+  /** Aborted by the gateway when the HTTP client goes away; in-process, the chain may abort it too. */
+  controller: AbortController;
   httpPath: string;
 }
 
@@ -28,12 +29,12 @@ export interface Invoker {
 /** No network hop: the call enters the chain directly, with a context built from the HTTP request. */
 export function inProcessInvoker(): Invoker {
   return {
-    async invoke(method, request, { metadata, signal, httpPath }) {
+    async invoke(method, request, { metadata, controller, httpPath }) {
       const ctx = new CallContext({
         method: method.info,
         transport: "http",
         metadata,
-        signal,
+        controller,
         deadline: Number.POSITIVE_INFINITY,
         httpPath,
       });
@@ -76,7 +77,8 @@ export function grpcInvoker(
     return d;
   };
   return {
-    invoke(method, request, { metadata, signal, httpPath }) {
+    invoke(method, request, { metadata, controller, httpPath }) {
+      const { signal } = controller;
       const d = definitionOf(method);
       metadata.set(GATEWAY_PATH_KEY, httpPath);
       const header = new Metadata();

@@ -1,6 +1,9 @@
 import type { Config } from "../config/schema.js";
+import { debugLog } from "./debug-log.js";
+import { rateLimit } from "./rate-limit.js";
 import { recovery } from "./recovery.js";
 import { responseTimeLog } from "./response-time.js";
+import { defaultTimeout } from "./timeout.js";
 import { traceId } from "./trace-id.js";
 import type { Interceptor, MethodInfo, Next } from "./types.js";
 import { validate } from "./validate.js";
@@ -16,12 +19,16 @@ export interface NamedInterceptor {
  * added with `Chain.prepend` run before all of these.
  */
 export function defaultInterceptors(config: Config): NamedInterceptor[] {
-  return [
+  const chain: (NamedInterceptor | false)[] = [
+    { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },
+    { name: "rateLimit", interceptor: rateLimit(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST) },
     { name: "responseTimeLog", interceptor: responseTimeLog(config.RESPONSE_TIME_LOG_ERROR_ONLY) },
     { name: "traceId", interceptor: traceId(config.TRACE_HEADER_NAME) },
-    { name: "validate", interceptor: validate() },
+    !config.DISABLE_DEBUG_LOG_INTERCEPTOR && { name: "debugLog", interceptor: debugLog(config.DEBUG_LOG_HEADER_NAME) },
+    !config.DISABLE_PROTO_VALIDATE && { name: "validate", interceptor: validate() },
     { name: "recovery", interceptor: recovery },
-  ].filter(({ name }) => !(name === "validate" && config.DISABLE_PROTO_VALIDATE));
+  ];
+  return chain.filter((entry) => entry !== false);
 }
 
 /** The ordered interceptor list: open for prepending during initialisation, frozen once serving starts. */

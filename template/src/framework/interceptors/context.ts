@@ -10,7 +10,8 @@ export interface CallContextInit {
   method: MethodInfo;
   transport: Transport;
   metadata: Metadata;
-  signal: AbortSignal;
+  /** Owned by the transport, which aborts it when the client goes away; the chain aborts it on expiry. */
+  controller: AbortController;
   /** Absolute deadline in ms since the epoch; Infinity when the caller set none. */
   deadline: number;
   /** Set for calls that arrived through the HTTP gateway. */
@@ -28,6 +29,7 @@ export class CallContext {
   readonly metadata: Metadata;
   /** Aborts when the client goes away, the deadline passes or the server force-stops. */
   readonly signal: AbortSignal;
+  readonly #controller: AbortController;
   deadline: number;
   /** Metadata sent before the first response message (`Grpc-Metadata-*` headers over HTTP). */
   readonly responseHeader = new Metadata();
@@ -50,7 +52,8 @@ export class CallContext {
     this.method = init.method;
     this.transport = init.transport;
     this.metadata = init.metadata;
-    this.signal = init.signal;
+    this.#controller = init.controller;
+    this.signal = init.controller.signal;
     this.deadline = init.deadline;
     this.fields =
       init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
@@ -60,6 +63,11 @@ export class CallContext {
   get logger(): Logger {
     this.#logger ??= requestLogger(this.fields, this.#debug);
     return this.#logger;
+  }
+
+  /** Stops the handler's work: its signal aborts with `reason`. */
+  abort(reason: unknown): void {
+    this.#controller.abort(reason);
   }
 
   get debug(): boolean {

@@ -21,7 +21,7 @@ function contextFor(info: MethodInfo, call: GrpcCall): CallContext {
     method: info,
     transport: "grpc",
     metadata: call.metadata,
-    signal: controller.signal,
+    controller,
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
     httpPath: typeof httpPath === "string" ? httpPath : undefined,
   });
