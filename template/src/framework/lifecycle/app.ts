@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { registerOpsRoutes } from "../admin/routes.js";
 import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { detailTypes } from "../errors/wire.js";
@@ -33,6 +34,8 @@ export interface Addresses {
   httpPort: number;
   /** `http://host:port` of the HTTP server. */
   httpUrl: string;
+  /** `http://host:port` of the admin server, when ADMIN_PORT is set. */
+  adminUrl: string | undefined;
 }
 
 /**
@@ -47,6 +50,7 @@ export class App {
   readonly #services: ServiceImpl[];
   #grpc: Server | undefined;
   #http: FastifyInstance | undefined;
+  #admin: FastifyInstance | undefined;
   #invoker: Invoker | undefined;
   #socket: UnixSocket | undefined;
   #stopping: Promise<void> | undefined;
@@ -92,8 +96,9 @@ export class App {
       invoke: (...args) => this.#invoker!.invoke(...args),
       close: () => this.#invoker?.close(),
     };
+    const routes = compileRoutes(methods);
     registerGateway(http, {
-      routes: compileRoutes(methods),
+      routes,
       invoker,
       headers: {
         traceHeader: config.TRACE_HEADER_NAME,
@@ -101,20 +106,30 @@ export class App {
         prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()),
       },
     });
+    const ops = { config, services: this.#services, routes };
+    if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
+    else registerOpsRoutes((this.#admin = createHttpServer(config)), ops);
 
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT);
       this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(this.#socket?.target ?? `127.0.0.1:${grpcPort}`);
-      await http.listen({ host: config.LISTEN_HOST, port: config.HTTP_PORT }).catch((err: Error) => {
-        throw new Error(`HTTP: cannot listen on ${config.LISTEN_HOST}:${config.HTTP_PORT}: ${err.message}`);
-      });
-      const address = http.server.address();
-      const httpPort = typeof address === "object" && address ? address.port : config.HTTP_PORT;
+      await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP");
+      const httpPort = boundPort(http, config.HTTP_PORT);
+      let adminPort: number | undefined;
+      if (this.#admin && config.ADMIN_PORT !== undefined) {
+        await listenHttp(this.#admin, config.LISTEN_HOST, config.ADMIN_PORT, "admin");
+        adminPort = boundPort(this.#admin, config.ADMIN_PORT);
+      }
       await this.#hooks("postStart");
       this.readiness.setReady();
       const host = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
-      this.log.info({ grpcPort, httpPort, gatewayMode: mode, startup_ms: Math.round(performance.now()) }, "ready");
-      return { grpcPort, httpPort, httpUrl: `http://${host}:${httpPort}` };
+      this.log.info({ grpcPort, httpPort, adminPort, gatewayMode: mode, startup_ms: Math.round(performance.now()) }, "ready");
+      return {
+        grpcPort,
+        httpPort,
+        httpUrl: `http://${host}:${httpPort}`,
+        adminUrl: adminPort === undefined ? undefined : `http://${host}:${adminPort}`,
+      };
     } catch (err) {
       await this.#closeServers(AbortSignal.timeout(1000));
       throw err;
@@ -146,7 +161,8 @@ export class App {
   }
 
   async #closeServers(budget: AbortSignal): Promise<void> {
-    // HTTP first: its in-flight gateway calls still need the gRPC server to answer them.
+    if (this.#admin) await Promise.race([this.#admin.close(), abortion(budget)]);
+    // HTTP before gRPC: its in-flight gateway calls still need the gRPC server to answer them.
     if (this.#http) {
       // A keep-alive connection busy when closing began turns idle later; close those as they come.
       const server = this.#http.server;
@@ -165,6 +181,19 @@ export class App {
       if (hook) await hook.apply(service, args);
     }
   }
+}
+
+async function listenHttp(server: FastifyInstance, host: string, port: number, name: string): Promise<void> {
+  try {
+    await server.listen({ host, port });
+  } catch (err) {
+    throw new Error(`${name}: cannot listen on ${host}:${port}: ${(err as Error).message}`);
+  }
+}
+
+function boundPort(server: FastifyInstance, configured: number): number {
+  const address = server.server.address();
+  return typeof address === "object" && address ? address.port : configured;
 }
 
 function abortion(signal: AbortSignal): Promise<void> {

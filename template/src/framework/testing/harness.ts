@@ -10,6 +10,8 @@ export interface TestServer {
   grpcAddress: string;
   /** `http://127.0.0.1:<port>` of the HTTP server. */
   httpUrl: string;
+  /** `http://127.0.0.1:<port>` of the admin server; set when the test passes ADMIN_PORT (use "0"). */
+  adminUrl: string | undefined;
   /** Every log line written so far, parsed. */
   logs: Record<string, unknown>[];
   /** A typed gRPC client of this server; closed with the server. */
@@ -35,13 +37,14 @@ export async function startTestServer(services: ServiceImpl[], env: Record<strin
   const logs: Record<string, unknown>[] = [];
   const destination = { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
   const app = new App({ services, config, logDestination: destination });
-  const { grpcPort, httpUrl } = await app.start();
+  const { grpcPort, httpUrl, adminUrl } = await app.start();
   const grpcAddress = `127.0.0.1:${grpcPort}`;
   const clients: { close(): void }[] = [];
   return {
     app,
     grpcAddress,
     httpUrl,
+    adminUrl,
     logs,
     client(service) {
       const c = createClient(service, grpcAddress);

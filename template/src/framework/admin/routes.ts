@@ -1,0 +1,17 @@
+import type { FastifyInstance } from "fastify";
+import type { Config } from "../config/schema.js";
+import type { GatewayRoute } from "../gateway/routes.js";
+import type { ServiceImpl } from "../server/service.js";
+
+/** What the operational endpoints may need to know about the service. */
+export interface OpsContext {
+  config: Config;
+  services: readonly ServiceImpl[];
+  routes: readonly GatewayRoute[];
+}
+
+/**
+ * The operational endpoints (/metrics, /swagger/, /debug/pprof/): on the admin port when
+ * ADMIN_PORT is set, else on the HTTP port. Each concern registers its own routes here.
+ */
+export function registerOpsRoutes(_app: FastifyInstance, _ctx: OpsContext): void {}
