@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../config/schema.js";
 import type { GatewayRoute } from "../gateway/routes.js";
+import { registerProfilingRoutes } from "../profiling/routes.js";
 import type { ServiceImpl } from "../server/service.js";
 
 /** What the operational endpoints may need to know about the service. */
@@ -14,4 +15,6 @@ export interface OpsContext {
  * The operational endpoints (/metrics, /swagger/, /debug/pprof/): on the admin port when
  * ADMIN_PORT is set, else on the HTTP port. Each concern registers its own routes here.
  */
-export function registerOpsRoutes(_app: FastifyInstance, _ctx: OpsContext): void {}
+export function registerOpsRoutes(app: FastifyInstance, ctx: OpsContext): void {
+  registerProfilingRoutes(app, ctx);
+}
