@@ -9,6 +9,8 @@ export interface HeaderPolicy {
 }
 
 const METADATA_PREFIX = "grpc-metadata-";
+/** W3C trace context, so a gateway call continues the HTTP caller's trace. */
+const W3C_TRACE = new Set(["traceparent", "tracestate"]);
 /** Transport headers grpc-js reports as metadata; they describe the gRPC hop, not the call. */
 const TRANSPORT_KEYS = new Set(["content-type", "date", "user-agent", "te", "content-length"]);
 
@@ -23,7 +25,7 @@ export function metadataFromHeaders(headers: IncomingHttpHeaders, policy: Header
     const value = headers[name];
     if (value === undefined) continue;
     let key: string | undefined;
-    if (name === "authorization" || name === policy.traceHeader || name === policy.debugHeader) key = name;
+    if (name === "authorization" || name === policy.traceHeader || name === policy.debugHeader || W3C_TRACE.has(name)) key = name;
     else if (name.startsWith(METADATA_PREFIX)) key = name.slice(METADATA_PREFIX.length);
     else if (policy.prefixes.some((p) => name.startsWith(p))) key = name;
     if (!key || key.endsWith("-bin") || !/^[0-9a-z._-]+$/.test(key)) continue;

@@ -1,0 +1,39 @@
+import type { ErrorReporter } from "../errors/reporter.js";
+import { asGrpcError, Code } from "../errors/status.js";
+import { observe } from "./observe.js";
+import type { Interceptor } from "./types.js";
+
+/** Server errors only: a client's mistake (InvalidArgument, NotFound…) is not worth waking anyone. */
+const REPORTED = new Set<Code>([Code.UNKNOWN, Code.INTERNAL, Code.DATA_LOSS, Code.UNAVAILABLE]);
+
+/**
+ * Sends failed calls of codes Unknown, Internal, DataLoss and Unavailable to the reporter,
+ * after the response, so reporting never delays or fails it. Recovery (inside this) has
+ * already turned panics into INTERNAL; the original error travels as the status's cause.
+ */
+export function errorNotification(reporter: ErrorReporter): Interceptor {
+  return (next, method) => async (call) => {
+    const notify = (error: unknown) => {
+      if (error === undefined) return;
+      const code = asGrpcError(error)?.code ?? Code.INTERNAL;
+      if (!REPORTED.has(code)) return;
+      const { ctx } = call;
+      const cause = (error as { cause?: unknown }).cause ?? error;
+      setImmediate(() => {
+        try {
+          Promise.resolve(reporter.report({ error: cause, code, method: method.path, traceId: ctx.traceId, fields: ctx.fields })).catch(
+            () => {},
+          );
+        } catch {
+          // A broken reporter must not take the process with it.
+        }
+      });
+    };
+    try {
+      return observe(await next(call), notify);
+    } catch (err) {
+      notify(err);
+      throw err;
+    }
+  };
+}

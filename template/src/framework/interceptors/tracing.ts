@@ -1,0 +1,46 @@
+import type { Metadata } from "@grpc/grpc-js";
+import { type Context, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
+import { asGrpcError, Code, codeName } from "../errors/status.js";
+import { observe } from "./observe.js";
+import type { Interceptor } from "./types.js";
+
+/** Reads W3C `traceparent`/`tracestate` from gRPC metadata (HTTP headers arrive there too). */
+const metadataGetter: TextMapGetter<Metadata> = {
+  keys: (md) => Object.keys(md.getMap()),
+  get: (md, key) => {
+    const value = md.get(key)[0];
+    return typeof value === "string" ? value : undefined;
+  },
+};
+
+function end(span: Span, error: unknown): void {
+  const code = error === undefined ? Code.OK : (asGrpcError(error)?.code ?? Code.INTERNAL);
+  span.setAttribute("rpc.grpc.status_code", code);
+  if (code !== Code.OK) span.setStatus({ code: SpanStatusCode.ERROR, message: codeName(code) });
+  span.end();
+}
+
+/**
+ * A server span per call, child of the caller's `traceparent` when there is one, carrying
+ * the framework's trace ID as `framework.trace_id`. Without tracing configured this
+ * interceptor is not in the chain at all.
+ */
+export function tracing(): Interceptor {
+  const tracer = trace.getTracer("create-grpc-svc");
+  return (next, method) => {
+    const attributes = { "rpc.system": "grpc", "rpc.service": method.service, "rpc.method": method.name };
+    const name = `${method.service}/${method.name}`;
+    return async (call) => {
+      const parent: Context = propagation.extract(context.active(), call.ctx.metadata, metadataGetter);
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+      span.setAttribute("framework.trace_id", call.ctx.traceId);
+      try {
+        const result = await context.with(trace.setSpan(parent, span), () => next(call));
+        return observe(result, (error) => end(span, error));
+      } catch (err) {
+        end(span, err);
+        throw err;
+      }
+    };
+  };
+}

@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { describe, test } from "node:test";
+import { context, propagation, trace } from "@opentelemetry/api";
+import { Code } from "../src/framework/index.js";
+import { startTestServer } from "../src/framework/testing/harness.js";
+import { ExampleService } from "../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../src/service/example-service.js";
+
+/** A loopback HTTP receiver that hands each request body to the test as it arrives. */
+async function receiver() {
+  const bodies: { url: string; body: Buffer }[] = [];
+  const waiters: (() => void)[] = [];
+  const server = createServer(async (req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    bodies.push({ url: req.url ?? "", body: Buffer.concat(chunks) });
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    for (const w of waiters.splice(0)) w();
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    bodies,
+    /** Resolves once a received body satisfies `test`. */
+    async waitFor(test: (b: { url: string; body: Buffer }) => boolean) {
+      for (;;) {
+        const found = bodies.find(test);
+        if (found) return found;
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<number> {
+  try {
+    await promise;
+  } catch (err) {
+    return (err as { code: number }).code;
+  }
+  assert.fail("expected the call to fail");
+}
+
+describe("error notification", () => {
+  test("server errors (Internal, Unavailable…) are reported with the trace ID and stack; client errors are not", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    const client = server.client(ExampleService);
+    assert.equal(await codeOf(client.fail({ panic: true }, { metadata: { "x-trace-id": "boom-trace" } })), Code.INTERNAL);
+    assert.equal(
+      await codeOf(client.fail({ code: Code.UNAVAILABLE, message: "down" }, { metadata: { "x-trace-id": "down-trace" } })),
+      Code.UNAVAILABLE,
+    );
+    assert.equal(await codeOf(client.fail({ code: Code.NOT_FOUND }, { metadata: { "x-trace-id": "client-trace" } })), Code.NOT_FOUND);
+    await client.echo({ message: "flush" }); // reports go out on the next turn of the event loop
+    await new Promise((resolve) => setImmediate(resolve));
+    const reports = server.logs.filter((l) => l.msg === "server error reported");
+    assert.deepEqual(reports.map((r) => r.trace).sort(), ["boom-trace", "down-trace"]);
+    const boom = reports.find((r) => r.trace === "boom-trace")!;
+    assert.match(JSON.stringify(boom.err), /panic requested by Fail/);
+    assert.match(JSON.stringify(boom.err), /example-service\.ts/, "with the original stack");
+    assert.equal(boom.grpcMethod, "/example.v1.ExampleService/Fail");
+  });
+
+  test("with SENTRY_DSN the report reaches Sentry's envelope endpoint with the trace ID as a tag", async (t) => {
+    const sentry = await receiver();
+    t.after(() => sentry.close());
+    const server = await startTestServer([exampleService], { SENTRY_DSN: `http://publickey@127.0.0.1:${sentry.port}/42` });
+    t.after(() => server.close());
+    await codeOf(server.client(ExampleService).fail({ panic: true }, { metadata: { "x-trace-id": "sentry-trace" } }));
+    const envelope = await sentry.waitFor((b) => b.url.startsWith("/api/42/envelope/"));
+    const text = envelope.body.toString();
+    assert.match(text, /panic requested by Fail/);
+    assert.match(text, /"trace_id":"sentry-trace"/);
+    assert.match(text, /"grpc_method":"\/example.v1.ExampleService\/Fail"/);
+  });
+});
+
+describe("tracing", () => {
+  test("with an OTLP endpoint, each call is a server span continuing the caller's traceparent, with framework.trace_id", async (t) => {
+    const otlp = await receiver();
+    const env = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlp.port}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_SERVICE_NAME: "tracing-test",
+      OTEL_BSP_SCHEDULE_DELAY: "20",
+    };
+    Object.assign(process.env, env);
+    t.after(async () => {
+      for (const k of Object.keys(env)) delete process.env[k];
+      trace.disable();
+      propagation.disable();
+      context.disable();
+      await otlp.close();
+    });
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    const parentTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    await server
+      .client(ExampleService)
+      .echo({ message: "traced" }, { metadata: { traceparent: `00-${parentTrace}-00f067aa0ba902b7-01`, "x-trace-id": "otel-trace" } });
+    const res = await fetch(`${server.httpUrl}/api/v1/echo/via-http`, {
+      headers: { traceparent: `00-${parentTrace}-00f067aa0ba902b8-01` },
+    });
+    assert.equal(res.status, 200);
+    type OtlpSpan = { name: string; traceId: string; kind: number; attributes: { key: string; value: { stringValue?: string } }[] };
+    const spansOf = (b: { body: Buffer }) =>
+      (JSON.parse(b.body.toString()) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((r) =>
+        r.scopeSpans.flatMap((s) => s.spans),
+      );
+    const allSpans = () => otlp.bodies.filter((b) => b.url === "/v1/traces").flatMap(spansOf);
+    await otlp.waitFor(() => allSpans().filter((s) => s.name === "example.v1.ExampleService/Echo").length >= 2);
+    const spans = allSpans().filter((s) => s.name === "example.v1.ExampleService/Echo");
+    for (const span of spans) {
+      assert.equal(span.traceId, parentTrace);
+      assert.equal(span.kind, 2, "SPAN_KIND_SERVER");
+    }
+    const grpcSpan = spans.find((s) => s.attributes.some((a) => a.key === "framework.trace_id" && a.value.stringValue === "otel-trace"));
+    assert.ok(grpcSpan, "framework.trace_id attribute");
+  });
+
+  test("without an OTLP endpoint the tracing interceptor is not in the chain", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    assert.ok(!server.app.interceptorNames().includes("tracing"));
+  });
+});
