@@ -1,13 +1,26 @@
 import type { DescMethodServerStreaming, DescMethodUnary, DescService, Message, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
-import { type ChannelCredentials, credentials, Client as GrpcClient, Metadata } from "@grpc/grpc-js";
+import { type ChannelCredentials, type ChannelOptions, credentials, Client as GrpcClient, Metadata } from "@grpc/grpc-js";
+import { context, propagation } from "@opentelemetry/api";
+import { currentContext } from "../interceptors/context.js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
 
 export interface CallOptions {
   metadata?: Metadata | Record<string, string>;
-  /** Absolute deadline (Date or ms since the epoch). */
+  /** Absolute deadline (Date or ms since the epoch); never later than the current call's own. */
   deadline?: Date | number;
   signal?: AbortSignal;
+}
+
+export interface ClientOptions {
+  credentials?: ChannelCredentials;
+  /** Header carrying the trace ID to the next service (TRACE_HEADER_NAME). */
+  traceHeader?: string;
+  /** Header carrying the per-request debug switch (DEBUG_LOG_HEADER_NAME). */
+  debugHeader?: string;
+  /** Attempts for calls that fail UNAVAILABLE, with exponential back-off; 1 turns retries off. */
+  maxAttempts?: number;
+  channelOptions?: ChannelOptions;
 }
 
 type UnaryMethod<M extends DescMethodUnary> = (
@@ -28,49 +41,78 @@ export type Client<S extends DescService> = {
       : never;
 } & { close(): void };
 
-function toMetadata(md: CallOptions["metadata"]): Metadata {
-  if (md instanceof Metadata) return md;
-  const out = new Metadata();
-  for (const [k, v] of Object.entries(md ?? {})) out.set(k, v);
-  return out;
+/** grpc-js service config: UNAVAILABLE is retried with exponential back-off (transparent to callers). */
+function retryServiceConfig(service: DescService, maxAttempts: number): string {
+  return JSON.stringify({
+    methodConfig: [
+      {
+        name: [{ service: service.typeName }],
+        retryPolicy: { maxAttempts, initialBackoff: "0.1s", maxBackoff: "2s", backoffMultiplier: 2, retryableStatusCodes: ["UNAVAILABLE"] },
+      },
+    ],
+  });
 }
 
-export function createClient<S extends DescService>(
-  service: S,
-  address: string,
-  channelCredentials: ChannelCredentials = credentials.createInsecure(),
-): Client<S> {
-  const grpc = new GrpcClient(address, channelCredentials);
+/**
+ * A typed client for calling other services. Inside a call it carries the current call
+ * along: trace ID and debug switch as headers, W3C trace context when tracing is on, and
+ * a deadline no later than the current call's.
+ */
+export function createClient<S extends DescService>(service: S, address: string, options: ClientOptions = {}): Client<S> {
+  const traceHeader = options.traceHeader ?? "x-trace-id";
+  const debugHeader = options.debugHeader ?? "x-debug-log-level";
+  const maxAttempts = options.maxAttempts ?? 4;
+  const grpc = new GrpcClient(address, options.credentials ?? credentials.createInsecure(), {
+    ...(maxAttempts > 1 ? { "grpc.service_config": retryServiceConfig(service, Math.min(maxAttempts, 5)) } : { "grpc.enable_retries": 0 }),
+    ...options.channelOptions,
+  });
+
+  const prepare = (callOptions: CallOptions) => {
+    const md = new Metadata();
+    const ctx = currentContext();
+    if (ctx) {
+      if (ctx.traceId) md.set(traceHeader, ctx.traceId);
+      if (ctx.debug) md.set(debugHeader, "debug");
+    }
+    propagation.inject(context.active(), md, { set: (carrier, key, value) => carrier.set(key, value) });
+    const extra = callOptions.metadata;
+    if (extra instanceof Metadata) md.merge(extra);
+    else for (const [k, v] of Object.entries(extra ?? {})) md.set(k, v);
+    const own = callOptions.deadline === undefined ? Number.POSITIVE_INFINITY : Number(callOptions.deadline);
+    const deadline = Math.min(own, ctx?.deadline ?? Number.POSITIVE_INFINITY);
+    return { md, deadline: Number.isFinite(deadline) ? deadline : undefined };
+  };
+
   const client: Record<string, unknown> = { close: () => grpc.close() };
   for (const m of service.methods) {
     const d = grpcMethodDefinition(m);
     if (m.methodKind === "unary") {
-      client[m.localName] = (request: object, options: CallOptions = {}) =>
+      client[m.localName] = (request: object, callOptions: CallOptions = {}) =>
         new Promise<Message>((resolve, reject) => {
+          const { md, deadline } = prepare(callOptions);
           const call = grpc.makeUnaryRequest(
             d.path,
             d.requestSerialize,
             d.responseDeserialize,
             create(m.input, request as never),
-            toMetadata(options.metadata),
-            { deadline: options.deadline },
+            md,
+            { deadline },
             (err, res) => (err ? reject(err) : resolve(res as Message)),
           );
-          options.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+          callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         });
     } else if (m.methodKind === "server_streaming") {
-      client[m.localName] = (request: object, options: CallOptions = {}) => {
+      client[m.localName] = (request: object, callOptions: CallOptions = {}) => {
+        const { md, deadline } = prepare(callOptions);
         const call = grpc.makeServerStreamRequest(
           d.path,
           d.requestSerialize,
           d.responseDeserialize,
           create(m.input, request as never),
-          toMetadata(options.metadata),
-          {
-            deadline: options.deadline,
-          },
+          md,
+          { deadline },
         );
-        options.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         return call as AsyncIterable<Message>;
       };
     }

@@ -19,10 +19,15 @@ function pack(detail: Message, registry: Registry): Any | undefined {
   return desc ? anyPack(desc, detail) : undefined;
 }
 
-/** A thrown error as the status grpc-js sends: code, message, and details in the standard trailer. */
-export function toServiceError(err: unknown): Partial<ServiceError> & { code: Code } {
+/**
+ * A thrown error as the status grpc-js sends: code, message, and details in the standard
+ * trailer, plus `extra` metadata (the call's response header and trailer). Sending them all as
+ * trailers keeps the response trailers-only, which is what lets clients retry the call.
+ */
+export function toServiceError(err: unknown, ...extra: Metadata[]): Partial<ServiceError> & { code: Code } {
   const status = asGrpcError(err) ?? new GrpcError(Code.INTERNAL, "internal error", { cause: err });
   const metadata = status.metadata.clone();
+  for (const md of extra) metadata.merge(md);
   if (status.details.length > 0) {
     const details = status.details.map((d) => pack(d, detailTypes)).filter((a): a is Any => a !== undefined);
     const bin = toBinary(StatusSchema, create(StatusSchema, { code: status.code, message: status.message, details }));

@@ -45,10 +45,7 @@ export function grpcHandler(method: BoundMethod) {
           sendHeader(call, ctx.responseHeader);
           callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
         },
-        (err: unknown) => {
-          sendHeader(call, ctx.responseHeader);
-          callback(toServiceError(err));
-        },
+        (err: unknown) => callback(toServiceError(err, ctx.responseHeader, ctx.responseTrailer)),
       );
     };
   }
@@ -71,8 +68,7 @@ export function grpcHandler(method: BoundMethod) {
         call.end(ctx.responseTrailer);
       } catch (err) {
         if (ctx.signal.aborted) return; // nobody left to tell
-        if (!headerSent) sendHeader(call, ctx.responseHeader);
-        call.emit("error", toServiceError(err));
+        call.emit("error", headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer));
       }
     });
   };

@@ -47,7 +47,8 @@ export async function startTestServer(services: ServiceImpl[], env: Record<strin
     adminUrl,
     logs,
     client(service) {
-      const c = createClient(service, grpcAddress);
+      // No retries: a test sees exactly the status the server sent.
+      const c = createClient(service, grpcAddress, { maxAttempts: 1 });
       clients.push(c);
       return c;
     },
