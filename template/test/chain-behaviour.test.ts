@@ -2,24 +2,16 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Code } from "../src/framework/index.js";
 import { startTestServer } from "../src/framework/testing/harness.js";
+import { statusOf } from "../src/framework/testing/status.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
 import { exampleService } from "../src/service/example-service.js";
-
-async function codeOf(promise: Promise<unknown>): Promise<number> {
-  try {
-    await promise;
-  } catch (err) {
-    return (err as { code: number }).code;
-  }
-  assert.fail("expected the call to fail");
-}
 
 describe("default timeout", () => {
   test("a unary call without a deadline gets the default and ends DEADLINE_EXCEEDED (504 over HTTP)", async (t) => {
     const server = await startTestServer([exampleService], { GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "0.2" });
     t.after(() => server.close());
     const client = server.client(ExampleService);
-    assert.equal(await codeOf(client.echo({ message: "slow", delayMs: 5000 })), Code.DEADLINE_EXCEEDED);
+    assert.equal((await statusOf(client.echo({ message: "slow", delayMs: 5000 }))).code, Code.DEADLINE_EXCEEDED);
     const res = await fetch(`${server.httpUrl}/api/v1/echo`, {
       method: "POST",
       body: JSON.stringify({ message: "slow", delayMs: 5000 }),
@@ -41,7 +33,7 @@ describe("rate limit", () => {
     const client = server.client(ExampleService);
     await client.echo({ message: "1" });
     await client.echo({ message: "2" });
-    assert.equal(await codeOf(client.echo({ message: "3" })), Code.RESOURCE_EXHAUSTED);
+    assert.equal((await statusOf(client.echo({ message: "3" }))).code, Code.RESOURCE_EXHAUSTED);
     const res = await fetch(`${server.httpUrl}/api/v1/echo/4`);
     assert.equal(res.status, 429);
     assert.equal(res.headers.get("retry-after"), "2");

@@ -3,19 +3,10 @@ import { after, before, describe, test } from "node:test";
 import { readPackageJson } from "../src/framework/health/build-info.js";
 import { Code } from "../src/framework/index.js";
 import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
+import { statusOf } from "../src/framework/testing/status.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../src/gen/grpc/health/v1/health_pb.js";
 import { exampleService } from "../src/service/example-service.js";
-
-/** A status error from the grpc-js client. */
-async function statusOf(promise: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as { code: number; details: string };
-  }
-  assert.fail("expected the call to fail");
-}
 
 function post(server: TestServer, path: string, body: unknown, headers: Record<string, string> = {}) {
   return fetch(`${server.httpUrl}${path}`, {
