@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../config/schema.js";
+import { registerSwagger } from "../docs/routes.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import { registerProfilingRoutes } from "../profiling/routes.js";
 import type { ServiceImpl } from "../server/service.js";
@@ -17,4 +18,5 @@ export interface OpsContext {
  */
 export function registerOpsRoutes(app: FastifyInstance, ctx: OpsContext): void {
   registerProfilingRoutes(app, ctx);
+  registerSwagger(app, ctx);
 }

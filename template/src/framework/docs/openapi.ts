@@ -1,0 +1,275 @@
+import type { DescField, DescMessage, DescService } from "@bufbuild/protobuf";
+import type { GatewayRoute } from "../gateway/routes.js";
+import { rules, type Schema, SchemaBuilder, simpleSchema } from "./schemas.js";
+
+/** What the document says besides the routes. */
+export interface OpenApiOptions {
+  title: string;
+  version: string;
+  /** Every served service (tags; the first names the document). */
+  services: readonly DescService[];
+  /** JWT auth is on: a bearer `Authorization` scheme. */
+  jwt?: boolean;
+  /** API-key auth is on: an `x-api-key` header scheme. */
+  apiKey?: boolean;
+  /** The gateway forwards `x-api-key` (HTTP_HEADER_PREFIXES covers it); else the scheme says how to turn that on. */
+  apiKeyForwarded?: boolean;
+  /** Server-streaming methods also answer `text/event-stream`. */
+  sse?: boolean;
+}
+
+export interface OpenApiDocument {
+  swagger: "2.0";
+  info: { title: string; version: string; description: string };
+  [key: string]: unknown;
+}
+
+type Parameter = Schema & { name: string; in: "path" | "query" | "body" };
+
+/** OpenAPI 2.0 knows these methods; custom HttpRule kinds outside them cannot be described. */
+const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch"]);
+const MAX_QUERY_DEPTH = 8;
+
+/** `example` for proto package `example.v1`: the name of `/swagger/<stem>.swagger.json`. */
+export function documentStem(services: readonly DescService[]): string {
+  const first = services[0];
+  const stem = first ? first.file.proto.package.split(".")[0] || first.name.toLowerCase() : "";
+  return stem.replace(/[^A-Za-z0-9_-]/g, "") || "api";
+}
+
+/**
+ * The OpenAPI 2.0 document (grpc-gateway's protoc-gen-openapiv2 shape) of the gateway's routes:
+ * the same compiled google.api.http bindings the gateway serves, with canonical proto3 JSON schemas.
+ */
+export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOptions): OpenApiDocument {
+  const schemas = new SchemaBuilder();
+  const paths: Record<string, Record<string, unknown>> = {};
+  const bindingCount = new Map<string, number>();
+  const usedTags = new Set<string>();
+
+  for (const route of routes) {
+    const info = route.method.info;
+    const n = (bindingCount.get(info.path) ?? 0) + 1;
+    bindingCount.set(info.path, n);
+    const verb = route.httpMethod.toLowerCase();
+    if (!OPENAPI_METHODS.has(verb)) continue;
+
+    const { path, pathParams } = placePath(route, paths, verb);
+    const service = info.desc.parent;
+    usedTags.add(service.name);
+    const streaming = info.kind === "server_streaming";
+    const result = route.responseBodyField ? schemas.field(route.responseBodyField) : schemas.message(info.desc.output);
+    const operation: Record<string, unknown> = {
+      tags: [service.name],
+      summary: info.desc.name,
+      description: describe(route, streaming, options.sse ?? false),
+      operationId: `${service.name}_${info.desc.name}${n > 1 ? n : ""}`,
+      parameters: [...pathParams, ...bodyParams(route, schemas), ...queryParams(route)],
+      responses: {
+        "200": streaming
+          ? {
+              description: "A successful response.(streaming responses)",
+              schema: {
+                type: "object",
+                title: `Stream result of ${info.desc.output.typeName}`,
+                properties: { result, error: schemas.status() },
+              },
+            }
+          : { description: "A successful response.", schema: result },
+        default: { description: "An unexpected error response.", schema: schemas.status() },
+      },
+    };
+    if (streaming) {
+      operation.produces = options.sse ? ["application/x-ndjson", "text/event-stream"] : ["application/x-ndjson"];
+      operation["x-stream"] = "server";
+    }
+    if (info.desc.deprecated) operation.deprecated = true;
+    paths[path]![verb] = operation;
+  }
+  schemas.status();
+
+  const doc: OpenApiDocument = {
+    swagger: "2.0",
+    info: {
+      title: options.title,
+      version: options.version || "version not set",
+      description:
+        "Generated from the services' google.api.http rules. Bodies are canonical proto3 JSON (lowerCamelCase names, " +
+        "64-bit integers as strings, enums as names). Errors are google.rpc.Status JSON with the HTTP status of their gRPC code.",
+    },
+    tags: options.services.filter((s) => usedTags.has(s.name)).map((s) => ({ name: s.name, description: `gRPC service ${s.typeName}` })),
+    consumes: ["application/json"],
+    produces: ["application/json"],
+    paths,
+    definitions: sortKeys(schemas.definitions),
+  };
+  const security = securityDefinitions(options);
+  if (security) {
+    doc.securityDefinitions = security;
+    doc.security = Object.keys(security).map((name) => ({ [name]: [] }));
+  }
+  return doc;
+}
+
+function securityDefinitions(options: OpenApiOptions): Record<string, Schema> | undefined {
+  const defs: Record<string, Schema> = {};
+  if (options.jwt) {
+    defs.BearerAuth = {
+      type: "apiKey",
+      in: "header",
+      name: "Authorization",
+      description: 'A JWT (HS256), entered as "Bearer <token>".',
+    };
+  }
+  if (options.apiKey) {
+    const description =
+      options.apiKeyForwarded === false
+        ? "One of the service's API keys. Over HTTP it reaches the service only when HTTP_HEADER_PREFIXES includes x-api-key, which it does not now."
+        : "One of the service's API keys.";
+    defs.ApiKeyAuth = { type: "apiKey", in: "header", name: "x-api-key", description };
+  }
+  return Object.keys(defs).length > 0 ? defs : undefined;
+}
+
+function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
+  const lines = [`gRPC: \`${route.method.info.path}\``];
+  if (streaming) {
+    lines.push(
+      "",
+      'Server streaming. The response is newline-delimited JSON (application/x-ndjson), one `{"result": …}` object per message; ' +
+        'an error after the first message arrives as a last `{"error": {code, message, details}}` line.',
+    );
+    if (sse) {
+      lines.push(
+        "",
+        'With `Accept: text/event-stream` it is a server-sent event stream instead: `data: {"result": …}` frames, ' +
+          "a terminal `event: error` frame, and `: ping` comments as heartbeats.",
+      );
+    }
+  }
+  return lines.join("\n");
+}
+
+/**
+ * The OpenAPI path of a route (`{name=shelves/*}` becomes `{name}` with a pattern) and its path
+ * parameters; a second route on the same path and method gets `_1`, `_2`… parameter names
+ * (parameter names never reach the wire).
+ */
+function placePath(
+  route: GatewayRoute,
+  paths: Record<string, Record<string, unknown>>,
+  verb: string,
+): { path: string; pathParams: Parameter[] } {
+  for (let attempt = 0; ; attempt++) {
+    const suffix = attempt === 0 ? "" : `_${attempt}`;
+    const { path, pathParams } = templatePath(route, suffix);
+    const item = (paths[path] ??= {});
+    if (!(verb in item) || (pathParams.length === 0 && attempt > 0)) return { path, pathParams };
+  }
+}
+
+function templatePath(route: GatewayRoute, suffix: string): { path: string; pathParams: Parameter[] } {
+  const { segments, verb } = route.template;
+  const parts: string[] = [];
+  const pathParams: Parameter[] = [];
+  let wildcards = 0;
+  for (let i = 0; i < segments.length; ) {
+    const variable = route.pathFields.find((v) => v.start === i);
+    if (variable) {
+      const end = variable.end ?? segments.length;
+      const name = variable.fields.map((f) => f.jsonName).join(".") + suffix;
+      const leaf = variable.fields[variable.fields.length - 1]!;
+      const { default: _default, ...schema } = { ...simpleSchema(leaf)!, ...rules(leaf) } as Schema;
+      const param: Parameter = { name, in: "path", required: true, ...schema };
+      const inner = segments.slice(i, end);
+      if (!(inner.length === 1 && inner[0]!.kind === "single")) {
+        const pattern = inner.map((s) => (s.kind === "literal" ? escapeRegExp(s.value) : s.kind === "single" ? "[^/]+" : ".+")).join("/");
+        param.pattern = `^${pattern}$`;
+        param.description = `Field ${variable.fields.map((f) => f.name).join(".")}: a resource name of the form ${shape(inner)}.`;
+      }
+      pathParams.push(param);
+      parts.push(`{${name}}`);
+      i = end;
+      continue;
+    }
+    const segment = segments[i]!;
+    if (segment.kind === "literal") parts.push(segment.value);
+    else {
+      const name = `_wildcard${wildcards++}${suffix}`;
+      parts.push(`{${name}}`);
+      pathParams.push({
+        name,
+        in: "path",
+        required: true,
+        type: "string",
+        description: `Any ${segment.kind === "multi" ? "path" : "segment"}.`,
+      });
+    }
+    i++;
+  }
+  return { path: `/${parts.join("/")}${verb ? `:${verb}` : ""}`, pathParams };
+
+  function shape(inner: typeof segments): string {
+    return inner.map((s) => (s.kind === "literal" ? s.value : s.kind === "single" ? "*" : "**")).join("/");
+  }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function bodyParams(route: GatewayRoute, schemas: SchemaBuilder): Parameter[] {
+  if (route.body === "") return [];
+  if (route.bodyField) return [{ name: route.bodyField.jsonName, in: "body", required: true, schema: schemas.field(route.bodyField) }];
+  const input = route.method.info.desc.input;
+  // body "*": every field the path does not bind.
+  const omit = new Set(route.pathFields.filter((p) => p.fields.length === 1).map((p) => p.fields[0]!.name));
+  const schema = omit.size === 0 ? schemas.message(input) : schemas.messageWithout(input, omit);
+  return [{ name: "body", in: "body", required: true, schema }];
+}
+
+/** Query parameters for the fields neither the path nor the body binds (none when the body is "*"). */
+function queryParams(route: GatewayRoute): Parameter[] {
+  if (route.body === "*") return [];
+  const bound = new Set(route.pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
+  if (route.bodyField) bound.add(route.bodyField.name);
+  const params: Parameter[] = [];
+  const walk = (message: DescMessage, protoPath: string[], jsonPath: string[], seen: ReadonlySet<string>) => {
+    for (const field of message.fields) {
+      const proto = [...protoPath, field.name];
+      if (bound.has(proto.join("."))) continue;
+      const name = [...jsonPath, field.jsonName].join(".");
+      const param = queryParam(field, name);
+      if (param) params.push(param);
+      else if (field.fieldKind === "message" && !seen.has(field.message.typeName) && proto.length < MAX_QUERY_DEPTH) {
+        walk(field.message, proto, [...jsonPath, field.jsonName], new Set([...seen, field.message.typeName]));
+      }
+    }
+  };
+  const input = route.method.info.desc.input;
+  walk(input, [], [], new Set([input.typeName]));
+  return params;
+}
+
+function queryParam(field: DescField, name: string): Parameter | undefined {
+  const simple = simpleSchema(field);
+  if (!simple) return undefined;
+  if (field.fieldKind === "list") {
+    const { description, ...items } = simple;
+    return {
+      name,
+      in: "query",
+      required: false,
+      type: "array",
+      items,
+      collectionFormat: "multi",
+      ...(description ? { description } : {}),
+      ...rules(field),
+    };
+  }
+  return { name, in: "query", required: false, ...simple, ...rules(field) };
+}
+
+function sortKeys<T>(record: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

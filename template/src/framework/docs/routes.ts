@@ -1,0 +1,156 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Config } from "../config/schema.js";
+import { Code, GrpcError } from "../errors/status.js";
+import { sendHttpError } from "../gateway/errors.js";
+import type { GatewayRoute } from "../gateway/routes.js";
+import { readPackageJson } from "../health/build-info.js";
+import type { ServiceImpl } from "../server/service.js";
+import { buildOpenApi, documentStem, type OpenApiDocument } from "./openapi.js";
+
+/**
+ * The only files of swagger-ui-dist served, by name. A request names a key of this table and
+ * nothing else: no path is ever built from the URL, so `..` or encoded slashes cannot reach any
+ * other file.
+ */
+const UI_FILES = new Map<string, string>([
+  ["index.css", "text/css; charset=utf-8"],
+  ["swagger-ui.css", "text/css; charset=utf-8"],
+  ["swagger-ui-bundle.js", "text/javascript; charset=utf-8"],
+  ["swagger-ui-standalone-preset.js", "text/javascript; charset=utf-8"],
+  ["favicon-16x16.png", "image/png"],
+  ["favicon-32x32.png", "image/png"],
+  ["oauth2-redirect.html", "text/html; charset=utf-8"],
+  ["oauth2-redirect.js", "text/javascript; charset=utf-8"],
+]);
+
+/** Everything the UI needs comes from this server; only "Try it out" calls may go to the API's host. */
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
+  "connect-src 'self' http: https:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'";
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+export interface SwaggerContext {
+  config: Config;
+  services: readonly ServiceImpl[];
+  routes: readonly GatewayRoute[];
+}
+
+function asset(body: Buffer | string, type: string): Asset {
+  const buf = typeof body === "string" ? Buffer.from(body) : body;
+  return { body: buf, type, etag: `"${createHash("sha1").update(buf).digest("base64url")}"` };
+}
+
+function send(req: FastifyRequest, reply: FastifyReply, a: Asset, extra: Record<string, string> = {}) {
+  reply.header("etag", a.etag).header("cache-control", "no-cache").header("x-content-type-options", "nosniff").headers(extra);
+  if (req.headers["if-none-match"] === a.etag) return reply.code(304).send();
+  return reply.type(a.type).send(a.body);
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * `/swagger/` (Swagger UI from the installed swagger-ui-dist, offline), `/swagger/<stem>.swagger.json`
+ * (the OpenAPI document of the gateway routes) and `/swagger` → `/swagger/`. Nothing is read or built
+ * until the first request, so start-up pays nothing.
+ */
+export function registerSwagger(app: FastifyInstance, { config, services, routes }: SwaggerContext): void {
+  const descs = services.map((s) => s.desc);
+  const stem = documentStem(descs);
+  const docName = `${stem}.swagger.json`;
+  const title = () => config.APP_NAME || readPackageJson().name || stem;
+  let dir: string | undefined;
+  let doc: OpenApiDocument | undefined;
+  let docAsset: Asset | undefined;
+  const cache = new Map<string, Asset>();
+
+  const uiDir = () => (dir ??= dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json")));
+  const document = () =>
+    (doc ??= buildOpenApi(routes, {
+      title: title(),
+      version: readPackageJson().version ?? "",
+      services: descs,
+      jwt: config.JWT_SECRET !== undefined,
+      apiKey: config.API_KEYS.length > 0,
+      apiKeyForwarded: config.HTTP_HEADER_PREFIXES.some((p) => p !== "" && "x-api-key".startsWith(p.toLowerCase())),
+      sse: !config.DISABLE_SSE_MARSHALER,
+    }));
+
+  const index = () => {
+    let a = cache.get("index.html");
+    if (!a) {
+      const html = readFileSync(join(uiDir(), "index.html"), "utf8").replace(
+        /<title>[^<]*<\/title>/,
+        `<title>${escapeHtml(title())} API · Swagger UI</title>`,
+      );
+      cache.set("index.html", (a = asset(html, "text/html; charset=utf-8")));
+    }
+    return a;
+  };
+  const initializer = () => {
+    let a = cache.get("swagger-initializer.js");
+    if (!a) cache.set("swagger-initializer.js", (a = asset(initializerScript(stem), "text/javascript; charset=utf-8")));
+    return a;
+  };
+  const documentFor = (req: FastifyRequest) => {
+    const host = apiHost(req, config);
+    if (host) return asset(JSON.stringify({ ...document(), host }), "application/json");
+    return (docAsset ??= asset(JSON.stringify(document()), "application/json"));
+  };
+  const uiFile = (name: string) => {
+    const type = UI_FILES.get(name);
+    if (!type) return undefined;
+    let a = cache.get(name);
+    if (!a) cache.set(name, (a = asset(readFileSync(join(uiDir(), name)), type)));
+    return a;
+  };
+
+  // Two routes (fastify routes cost start-up time): the redirect, and one lookup by file name.
+  app.get("/swagger", (_req, reply) => reply.redirect("swagger/", 301));
+  app.get("/swagger/*", (req, reply) => {
+    const name = (req.params as { "*": string })["*"];
+    if (name === "" || name === "index.html") return send(req, reply, index(), { "content-security-policy": CSP });
+    if (name === "swagger-initializer.js") return send(req, reply, initializer());
+    if (name === docName) return send(req, reply, documentFor(req));
+    const file = uiFile(name);
+    return file ? send(req, reply, file) : sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found"));
+  });
+}
+
+function initializerScript(stem: string): string {
+  return `window.onload = function () {
+  window.ui = SwaggerUIBundle({
+    url: ${JSON.stringify(`./${stem}.swagger.json`)},
+    dom_id: "#swagger-ui",
+    deepLinking: true,
+    validatorUrl: null,
+    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+    plugins: [SwaggerUIBundle.plugins.DownloadUrl],
+    layout: "StandaloneLayout",
+  });
+};
+`;
+}
+
+const HOSTNAME = /^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])$/;
+
+/**
+ * With ADMIN_PORT the document is served from the admin port, but the API is on the HTTP port:
+ * the document then names that port (on the host the browser used), so "Try it out" and the curl
+ * lines point at the API. Unknown when HTTP_PORT is 0 (tests), and never from a malformed Host.
+ */
+function apiHost(req: FastifyRequest, config: Config): string | undefined {
+  if (config.ADMIN_PORT === undefined || config.HTTP_PORT === 0) return undefined;
+  const hostname = req.hostname;
+  return HOSTNAME.test(hostname) ? `${hostname}:${config.HTTP_PORT}` : undefined;
+}
