@@ -25,7 +25,6 @@ const stackParser = createStackParser([
 
 /** A minimal server client on @sentry/core: no auto-instrumentation, no global hooks, just events. */
 class ServiceClient extends Client<ClientOptions> {
-  // biome-ignore lint/complexity/noUselessConstructor: Client's constructor is protected
   constructor(options: ClientOptions) {
     super(options);
   }

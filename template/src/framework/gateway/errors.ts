@@ -24,11 +24,8 @@ export function httpError(err: unknown): HttpError {
   return { status: httpStatusFromCode(status.code), code: status.code, body: statusJson(status.code, status.message, details), headers };
 }
 
-export function sendHttpError(reply: FastifyReply, err: unknown, extraHeaders: Record<string, string> = {}): FastifyReply {
+export function sendHttpError(reply: FastifyReply, err: unknown, extraHeaders?: Record<string, string | string[]>): FastifyReply {
   const e = httpError(err);
-  return reply
-    .code(e.status)
-    .headers({ ...extraHeaders, ...e.headers })
-    .type("application/json")
-    .send(e.body);
+  if (extraHeaders) reply.headers(extraHeaders);
+  return reply.code(e.status).headers(e.headers).type("application/json").send(e.body);
 }

@@ -1,9 +1,19 @@
+import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { type Message, toJson, toJsonString } from "@bufbuild/protobuf";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Metadata } from "@grpc/grpc-js";
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
 import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { httpError, sendHttpError } from "./errors.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
-import { type HeaderPolicy, headersFromMetadata, metadataFromHeaders } from "./metadata.js";
+import type { Marshalers, StreamMarshaler } from "./marshalers.js";
+import {
+  type HeaderPolicy,
+  headersFromMetadata,
+  METADATA_PREFIX,
+  metadataFromHeaders,
+  parseGrpcTimeout,
+  TRAILER_PREFIX,
+} from "./metadata.js";
 import { decodeRequest } from "./request.js";
 import { Router } from "./router.js";
 import type { GatewayRoute } from "./routes.js";
@@ -12,26 +22,65 @@ export interface GatewayOptions {
   routes: readonly GatewayRoute[];
   invoker: Invoker;
   headers: HeaderPolicy;
+  /** Stream framing by `Accept` (NDJSON, SSE, registered ones); frozen here. */
+  marshalers: Marshalers;
+  /** Interval of a marshaler's heartbeat (SSE `: ping`), in ms; 0 for none. */
+  heartbeatMs: number;
+  /** fastify hooks for the gateway's routes only (metrics); `req.gatewayRoute` tells the route matched. */
+  hooks?: Pick<RouteOptions, "onRequest" | "onResponse">;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The google.api.http binding the gateway matched; unset for unknown paths and methods. */
+    gatewayRoute: GatewayRoute | undefined;
+  }
 }
 
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 const METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+const TE_TRAILERS = /(?:^|,)\s*trailers\s*(?:[;,]|$)/i;
+/** Where the gateway keeps a request's AbortController on the response, so one shared listener can abort it. */
+const CONTROLLER = Symbol("gateway call controller");
+type GatewayResponse = ServerResponse & { [CONTROLLER]?: AbortController };
+
+/** "close" also fires after a normal end; only an unfinished response means the client left. */
+function onResponseClose(this: GatewayResponse): void {
+  if (!this.writableFinished) this[CONTROLLER]?.abort();
+}
 
 /** Serialises a response message, or just its `response_body` field, as canonical proto3 JSON. */
 function responseJson(route: GatewayRoute, message: Message): string {
-  const output = route.method.info.desc.output;
-  if (!route.responseBodyField) return toJsonString(output, message, JSON_WRITE);
-  const json = toJson(output, message, JSON_WRITE) as Record<string, unknown>;
-  return JSON.stringify(json[route.responseBodyField.jsonName] ?? null);
+  const field = route.responseBodyField;
+  if (!field) return toJsonString(route.method.info.desc.output, message, JSON_WRITE);
+  if (field.fieldKind === "message") {
+    const value = (message as unknown as Record<string, Message | undefined>)[field.localName];
+    return value ? toJsonString(field.message, value, JSON_WRITE) : "null";
+  }
+  const json = toJson(route.method.info.desc.output, message, JSON_WRITE) as Record<string, unknown>;
+  return JSON.stringify(json[field.jsonName] ?? null);
 }
 
 /**
  * The REST/JSON gateway: one catch-all fastify route that matches the compiled
- * google.api.http templates, decodes the request, invokes the method and writes JSON.
+ * google.api.http templates, decodes the request, invokes the method and writes JSON
+ * (or a stream, framed by the marshaler the `Accept` header picks).
  */
-export function registerGateway(app: FastifyInstance, { routes, invoker, headers }: GatewayOptions): void {
+export function registerGateway(app: FastifyInstance, options: GatewayOptions): void {
+  const { routes, invoker, headers: policy, marshalers, heartbeatMs, hooks } = options;
+  const { traceHeader } = policy;
+  marshalers.freeze();
+  if (!app.hasRequestDecorator("gatewayRoute")) app.decorateRequest("gatewayRoute", undefined);
   const router = new Router<GatewayRoute>();
-  for (const route of routes) router.add(route.httpMethod, route.template, route);
+  const methods = new Set(METHODS);
+  for (const route of routes) {
+    router.add(route.httpMethod, route.template, route);
+    // custom: {kind: "SEARCH"} and the like; routes.ts already checked Node can parse it.
+    if (!methods.has(route.httpMethod)) {
+      if (!app.supportedMethods.includes(route.httpMethod)) app.addHttpMethod(route.httpMethod, { hasBody: true });
+      methods.add(route.httpMethod);
+    }
+  }
 
   const handle = async (req: FastifyRequest, reply: FastifyReply) => {
     const url = req.url;
@@ -48,38 +97,146 @@ export function registerGateway(app: FastifyInstance, { routes, invoker, headers
         return reply.send(JSON.stringify({ code: Code.UNIMPLEMENTED, message: "Method Not Allowed", details: [] }));
     }
     const { route, segments } = match;
+    req.gatewayRoute = route;
     let request: Message;
+    let deadline = Number.POSITIVE_INFINITY;
     try {
+      const timeout = parseGrpcTimeout(req.headers["grpc-timeout"]);
+      if (timeout !== undefined) deadline = Date.now() + timeout;
       request = decodeRequest(route, segments, q === -1 ? "" : url.slice(q + 1), req.body as string | undefined);
     } catch (err) {
       return sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
     }
     const controller = new AbortController();
-    // "close" also fires after a normal end; only an unfinished response means the client left.
-    reply.raw.once("close", () => {
-      if (!reply.raw.writableFinished) controller.abort();
-    });
-    const metadata = metadataFromHeaders(req.headers, headers);
-    let call: GatewayCall;
-    try {
-      call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path });
-    } catch (err) {
-      return sendHttpError(reply, err, responseHeaders(err, headers.traceHeader));
-    }
+    const raw = reply.raw as GatewayResponse;
+    raw[CONTROLLER] = controller;
+    raw.once("close", onResponseClose);
+    if (raw.destroyed) controller.abort(); // gone while the body was read
+    const metadata = metadataFromHeaders(req.headers, policy);
+    const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline });
+    const te = headerText(req.headers.te);
+    const trailers = te !== undefined && TE_TRAILERS.test(te);
     const { result } = call;
+    if ("error" in result) return sendError(reply, result.error, call, trailers, traceHeader);
+    const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
     if ("message" in result) {
-      reply.headers(headersFromMetadata(call.header, "grpc-metadata-", headers.traceHeader));
+      if (header) reply.headers(header);
+      if (trailers) addTrailers(reply, call.trailer, traceHeader);
       return reply.type("application/json").send(responseJson(route, result.message));
     }
-    return streamNdjson(route, call, result.stream, reply, headers.traceHeader);
+    const stream: StreamReply = {
+      route,
+      call,
+      reply,
+      header,
+      marshaler: marshalers.select(headerText(req.headers.accept)),
+      trailers,
+      traceHeader,
+      started: false,
+    };
+    return writeStream(stream, result.stream, heartbeatMs);
   };
 
-  app.route({ method: METHODS, url: "/*", handler: handle });
-  app.route({ method: METHODS, url: "/", handler: handle });
+  const allMethods = [...methods] as HTTPMethods[];
+  app.route({ method: allMethods, url: "/*", handler: handle, ...hooks });
+  app.route({ method: allMethods, url: "/", handler: handle, ...hooks });
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return typeof value === "string" || value === undefined ? value : value.join(",");
+}
+
+/**
+ * A JSON error response with the code's HTTP status; header metadata as `Grpc-Metadata-*`, trailers
+ * as `Grpc-Trailer-*` if asked for. gRPC errors go out trailers-only, so the trace ID may be in the
+ * trailer: it is echoed either way.
+ */
+function sendError(reply: FastifyReply, err: unknown, call: GatewayCall, trailers: boolean, traceHeader: string): FastifyReply {
+  if (trailers) addTrailers(reply, call.trailer, traceHeader);
+  const trace = call.header.get(traceHeader)[0] ?? call.trailer.get(traceHeader)[0];
+  if (typeof trace === "string") reply.header(traceHeader, trace);
+  return sendHttpError(reply, err, headersFromMetadata(call.header, METADATA_PREFIX, traceHeader));
+}
+
+/** Trailer metadata as HTTP trailers `Grpc-Trailer-<key>` (chunked encoding; fastify declares them in `Trailer`). */
+function addTrailers(reply: FastifyReply, trailer: Metadata, traceHeader: string): void {
+  const headers = headersFromMetadata(trailer, TRAILER_PREFIX, traceHeader);
+  if (!headers) return;
+  for (const name in headers) {
+    const value = headers[name]!;
+    const text = typeof value === "string" ? value : value.join(", ");
+    reply.trailer(name, (_reply, _payload, done) => done(null, text));
+  }
+}
+
+/** One streamed response in progress. */
+interface StreamReply {
+  readonly route: GatewayRoute;
+  readonly call: GatewayCall;
+  readonly reply: FastifyReply;
+  readonly header: Record<string, string | string[]> | undefined;
+  readonly marshaler: StreamMarshaler;
+  readonly trailers: boolean;
+  readonly traceHeader: string;
+  /** Whether the status line and headers are out (after the first message or heartbeat). */
+  started: boolean;
+}
+
+/** Sends the 200 and the headers: fastify's (set by hooks), the call's metadata, then the marshaler's. */
+function start(s: StreamReply): void {
+  s.reply.hijack();
+  s.reply.raw.writeHead(200, { ...(s.reply.getHeaders() as OutgoingHttpHeaders), ...s.header, ...s.marshaler.headers });
+  s.started = true;
+}
+
+function heartbeat(s: StreamReply): void {
+  if (!s.started) start(s);
+  if (!s.reply.raw.destroyed) s.reply.raw.write(s.marshaler.heartbeat!);
+}
+
+/**
+ * A server stream, one marshaled frame per message written (and so flushed) as it comes; never
+ * compressed. An error before anything was sent gets its own HTTP status and a JSON error body, like
+ * a unary call; after that the status line is gone and the error becomes the marshaler's last frame.
+ */
+async function writeStream(s: StreamReply, stream: AsyncIterable<Message>, heartbeatMs: number): Promise<void> {
+  const { route, marshaler } = s;
+  const info = route.method.info;
+  const raw = s.reply.raw;
+  const timer = marshaler.heartbeat !== undefined && heartbeatMs > 0 ? setInterval(heartbeat, heartbeatMs, s) : undefined;
+  try {
+    let index = 0;
+    for await (const message of stream) {
+      if (!s.started) start(s);
+      if (!raw.write(marshaler.message(responseJson(route, message), index++, info))) await writable(raw);
+      if (raw.destroyed) return; // the client left; returning ends the handler's stream
+    }
+    if (!s.started) start(s);
+    finish(s);
+  } catch (err) {
+    if (!s.started) {
+      await sendError(s.reply, err, s.call, s.trailers, s.traceHeader);
+      return;
+    }
+    if (!raw.destroyed) {
+      raw.write(marshaler.error(httpError(err).body, info));
+      finish(s);
+    }
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+function finish(s: StreamReply): void {
+  if (s.trailers) {
+    const trailers = headersFromMetadata(s.call.trailer, TRAILER_PREFIX, s.traceHeader);
+    if (trailers) s.reply.raw.addTrailers(trailers);
+  }
+  s.reply.raw.end();
 }
 
 /** Resolves when a slow client has drained the buffer, or has gone away. */
-function writable(raw: FastifyReply["raw"]): Promise<void> {
+function writable(raw: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       raw.off("drain", done);
@@ -89,48 +246,4 @@ function writable(raw: FastifyReply["raw"]): Promise<void> {
     raw.once("drain", done);
     raw.once("close", done);
   });
-}
-
-/** Header metadata that came with an error (grpc-js clients attach it to the error). */
-function responseHeaders(err: unknown, traceHeader: string): Record<string, string> {
-  const md = asGrpcError(err)?.metadata;
-  return md ? headersFromMetadata(md, "grpc-metadata-", traceHeader) : {};
-}
-
-/**
- * Server streaming as newline-delimited JSON, one `{"result":…}` line per message, written as
- * it comes. An error before the first message gets its own HTTP status; after that, the
- * status line is gone and the error becomes a final `{"error":…}` line.
- */
-async function streamNdjson(
-  route: GatewayRoute,
-  call: GatewayCall,
-  stream: AsyncIterable<Message>,
-  reply: FastifyReply,
-  traceHeader: string,
-): Promise<void> {
-  const output = route.method.info.desc.output;
-  const raw = reply.raw;
-  let started = false;
-  const start = () => {
-    reply.hijack();
-    raw.writeHead(200, { ...headersFromMetadata(call.header, "grpc-metadata-", traceHeader), "content-type": "application/x-ndjson" });
-    started = true;
-  };
-  try {
-    for await (const message of stream) {
-      if (!started) start();
-      const json = route.responseBodyField ? responseJson(route, message) : toJsonString(output, message, JSON_WRITE);
-      if (!raw.write(`{"result":${json}}\n`)) await writable(raw);
-      if (raw.destroyed) return; // the client left; returning ends the handler's stream
-    }
-    if (!started) start();
-    raw.end();
-  } catch (err) {
-    if (!started) {
-      await sendHttpError(reply, err, headersFromMetadata(call.header, "grpc-metadata-", traceHeader));
-      return;
-    }
-    if (!raw.destroyed) raw.end(`{"error":${httpError(err).body}}\n`);
-  }
 }

@@ -1,16 +1,28 @@
 import type { Message } from "@bufbuild/protobuf";
-import { type ChannelCredentials, Client, type ClientReadableStream, credentials, Metadata } from "@grpc/grpc-js";
+import {
+  type CallOptions,
+  type ChannelCredentials,
+  Client,
+  type ClientReadableStream,
+  type ClientUnaryCall,
+  credentials,
+  Metadata,
+} from "@grpc/grpc-js";
+import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { CallContext, runInContext } from "../interceptors/context.js";
 import type { CallResult } from "../interceptors/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
 import type { BoundMethod } from "../server/methods.js";
 
-/** What a call through the gateway produced; `trailer` is complete once the result is consumed. */
+/**
+ * What a call through the gateway produced. The response header metadata is kept whether the call
+ * succeeded or not; `trailer` is complete once the result (or its stream) is consumed.
+ */
 export interface GatewayCall {
   readonly header: Metadata;
   readonly trailer: Metadata;
-  readonly result: CallResult;
+  readonly result: CallResult | { readonly error: unknown };
 }
 
 export interface InvokeOptions {
@@ -18,45 +30,76 @@ export interface InvokeOptions {
   /** Aborted by the gateway when the HTTP client goes away; in-process, the chain may abort it too. */
   controller: AbortController;
   httpPath: string;
+  /** Absolute deadline in ms since the epoch (from `Grpc-Timeout`); Infinity for none. */
+  deadline: number;
 }
 
-/** How the gateway reaches the handlers. */
+/** How the gateway reaches the handlers. `invoke` never rejects: failures come back as `result.error`. */
 export interface Invoker {
   invoke(method: BoundMethod, request: Message, options: InvokeOptions): Promise<GatewayCall>;
   close(): void;
 }
 
+const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
+
 /** No network hop: the call enters the chain directly, with a context built from the HTTP request. */
 export function inProcessInvoker(): Invoker {
   return {
-    async invoke(method, request, { metadata, controller, httpPath }) {
-      const ctx = new CallContext({
-        method: method.info,
-        transport: "http",
-        metadata,
-        controller,
-        deadline: Number.POSITIVE_INFINITY,
-        httpPath,
-      });
-      const result = await runInContext(ctx, () => method.invoke({ method: method.info, ctx, request }));
-      const inContext: CallResult = "stream" in result ? { stream: iterateInContext(ctx, result.stream) } : result;
-      return { header: ctx.responseHeader, trailer: ctx.responseTrailer, result: inContext };
+    async invoke(method, request, { metadata, controller, httpPath, deadline }) {
+      const ctx = new CallContext({ method: method.info, transport: "http", metadata, controller, deadline, httpPath });
+      let result: CallResult;
+      try {
+        // Unary deadlines are the chain's (the timeout interceptor enforces a finite ctx.deadline).
+        result = await runInContext(ctx, () => method.invoke({ method: method.info, ctx, request }));
+      } catch (error) {
+        // As over gRPC, where errors go out trailers-only: the error's metadata, the header and the trailer, all as trailers.
+        const trailer = asGrpcError(error)?.metadata.clone() ?? new Metadata();
+        trailer.merge(ctx.responseHeader);
+        trailer.merge(ctx.responseTrailer);
+        return { header: new Metadata(), trailer, result: { error } };
+      }
+      if ("message" in result) return { header: ctx.responseHeader, trailer: ctx.responseTrailer, result };
+      return { header: ctx.responseHeader, trailer: ctx.responseTrailer, result: { stream: iterateInContext(ctx, result.stream) } };
     },
     close() {},
   };
 }
 
-/** Each step of the stream runs inside the call's context, so handler code keeps seeing it. */
+/**
+ * Each step of the stream runs inside the call's context, so handler code keeps seeing it. A finite
+ * deadline ends the stream with DEADLINE_EXCEEDED when it passes (aborting the handler's signal),
+ * even if the handler ignores its signal, as grpc-js does for a gRPC client.
+ */
 async function* iterateInContext(ctx: CallContext, stream: AsyncIterable<Message>): AsyncGenerator<Message> {
   const it = stream[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
+  let expiry: Promise<never> | undefined;
+  if (ctx.deadline !== Number.POSITIVE_INFINITY) {
+    expiry = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => {
+          const expired = deadlineExceeded();
+          ctx.abort(expired);
+          reject(expired);
+        },
+        Math.max(0, ctx.deadline - Date.now()),
+      );
+    });
+    expiry.catch(() => {}); // observed through the race below
+  }
   try {
     for (;;) {
-      const step = await runInContext(ctx, () => it.next());
+      const next = runInContext(ctx, () => it.next());
+      const step = expiry ? await Promise.race([next, expiry]) : await next;
       if (step.done) return;
       yield step.value;
     }
   } finally {
-    await runInContext(ctx, async () => it.return?.());
+    clearTimeout(timer);
+    // Not awaited once expired: a handler that ignores its signal must not hold the response.
+    const closing = runInContext(ctx, async () => it.return?.());
+    if (!ctx.signal.aborted) await closing;
+    else closing.catch(() => {});
   }
 }
 
@@ -76,27 +119,37 @@ export function grpcInvoker(
     if (!d) definitions.set(m.info.path, (d = grpcMethodDefinition(m.info.desc)));
     return d;
   };
+  const noOptions: CallOptions = {};
   return {
-    invoke(method, request, { metadata, controller, httpPath }) {
+    invoke(method, request, { metadata, controller, httpPath, deadline }) {
       const { signal } = controller;
       const d = definitionOf(method);
       metadata.set(GATEWAY_PATH_KEY, httpPath);
+      const callOptions = deadline === Number.POSITIVE_INFINITY ? noOptions : { deadline: new Date(deadline) };
       const header = new Metadata();
       const trailer = new Metadata();
       if (method.info.kind === "unary") {
-        return new Promise<GatewayCall>((resolve, reject) => {
-          const call = client.makeUnaryRequest(d.path, d.requestSerialize, d.responseDeserialize, request, metadata, {}, (err, message) => {
-            signal.removeEventListener("abort", cancel);
-            if (err) reject(err);
-            else resolve({ header, trailer, result: { message: message as Message } });
-          });
+        return new Promise<GatewayCall>((resolve) => {
+          const call: ClientUnaryCall = client.makeUnaryRequest(
+            d.path,
+            d.requestSerialize,
+            d.responseDeserialize,
+            request,
+            metadata,
+            callOptions,
+            (error, message) => {
+              signal.removeEventListener("abort", cancel);
+              // grpc-js emits "status" (the trailers) right after this callback, before the promise settles.
+              resolve({ header, trailer, result: error ? { error } : { message: message as Message } });
+            },
+          );
           const cancel = () => call.cancel();
           signal.addEventListener("abort", cancel, { once: true });
           call.on("metadata", (md: Metadata) => header.merge(md));
           call.on("status", (status: { metadata: Metadata }) => trailer.merge(status.metadata));
         });
       }
-      const call = client.makeServerStreamRequest(d.path, d.requestSerialize, d.responseDeserialize, request, metadata, {});
+      const call = client.makeServerStreamRequest(d.path, d.requestSerialize, d.responseDeserialize, request, metadata, callOptions);
       const cancel = () => call.cancel();
       signal.addEventListener("abort", cancel, { once: true });
       call.on("metadata", (md: Metadata) => header.merge(md));

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Metadata } from "@grpc/grpc-js";
+import { Code, GrpcError } from "../errors/status.js";
 
 export interface HeaderPolicy {
   traceHeader: string;
@@ -8,16 +9,20 @@ export interface HeaderPolicy {
   prefixes: readonly string[];
 }
 
-const METADATA_PREFIX = "grpc-metadata-";
+export const METADATA_PREFIX = "grpc-metadata-";
+export const TRAILER_PREFIX = "grpc-trailer-";
 /** W3C trace context, so a gateway call continues the HTTP caller's trace. */
 const W3C_TRACE = new Set(["traceparent", "tracestate"]);
 /** Transport headers grpc-js reports as metadata; they describe the gRPC hop, not the call. */
 const TRANSPORT_KEYS = new Set(["content-type", "date", "user-agent", "te", "content-length"]);
+const VALID_KEY = /^[0-9a-z._-]+$/;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /**
  * The HTTP headers that become gRPC metadata: authorization, the trace and debug headers,
- * `Grpc-Metadata-*` (prefix stripped) and anything under HTTP_HEADER_PREFIXES. Everything
- * else stays at the HTTP edge.
+ * W3C `traceparent`/`tracestate`, `Grpc-Metadata-*` (prefix stripped) and anything under HTTP_HEADER_PREFIXES. Everything
+ * else stays at the HTTP edge. `-bin` keys carry base64; a text value that is not printable
+ * ASCII, or a key gRPC cannot carry, is dropped, never fatal.
  */
 export function metadataFromHeaders(headers: IncomingHttpHeaders, policy: HeaderPolicy): Metadata {
   const md = new Metadata();
@@ -27,22 +32,46 @@ export function metadataFromHeaders(headers: IncomingHttpHeaders, policy: Header
     let key: string | undefined;
     if (name === "authorization" || name === policy.traceHeader || name === policy.debugHeader || W3C_TRACE.has(name)) key = name;
     else if (name.startsWith(METADATA_PREFIX)) key = name.slice(METADATA_PREFIX.length);
-    else if (policy.prefixes.some((p) => name.startsWith(p))) key = name;
-    if (!key || key.endsWith("-bin") || !/^[0-9a-z._-]+$/.test(key)) continue;
+    else if (policy.prefixes.length > 0 && policy.prefixes.some((p) => name.startsWith(p))) key = name;
+    if (!key || key.startsWith("grpc-") || !VALID_KEY.test(key)) continue;
+    const binary = key.endsWith("-bin");
     for (const v of Array.isArray(value) ? value : [value]) {
-      // Metadata values must be printable ASCII; a header that is not is dropped, not fatal.
-      if (/^[\x20-\x7e]*$/.test(v)) md.add(key, v);
+      if (binary) md.add(key, Buffer.from(v, "base64"));
+      else if (PRINTABLE_ASCII.test(v)) md.add(key, v);
     }
   }
   return md;
 }
 
-/** Response metadata as HTTP headers: `Grpc-Metadata-<key>` (or `Grpc-Trailer-<key>`); the trace header keeps its own name. */
-export function headersFromMetadata(md: Metadata, prefix: string, traceHeader: string): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(md.getMap())) {
-    if (typeof value !== "string" || key.startsWith("grpc-") || TRANSPORT_KEYS.has(key)) continue;
-    headers[key === traceHeader ? key : `${prefix}${key}`] = value;
+/**
+ * Response metadata as HTTP headers: `<prefix><key>` (`Grpc-Metadata-` or `Grpc-Trailer-`), binary
+ * values in base64, repeated keys as repeated headers. The trace header keeps its own name.
+ * `undefined` when there is nothing to send.
+ */
+export function headersFromMetadata(md: Metadata, prefix: string, traceHeader: string): Record<string, string | string[]> | undefined {
+  let headers: Record<string, string | string[]> | undefined;
+  const all = md.toJSON();
+  for (const key in all) {
+    const values = all[key]!;
+    if (key.startsWith("grpc-") || TRANSPORT_KEYS.has(key) || values.length === 0) continue;
+    const texts = values.map((v) => (typeof v === "string" ? v : v.toString("base64")));
+    headers ??= {};
+    headers[key === traceHeader ? key : prefix + key] = texts.length === 1 ? texts[0]! : texts;
   }
   return headers;
+}
+
+const TIMEOUT = /^(\d{1,8})([HMSmun])$/;
+const UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+
+/**
+ * The `Grpc-Timeout` header (gRPC's wire format: up to 8 digits and a unit of H M S m u n) as
+ * milliseconds, or undefined when absent. Anything else is INVALID_ARGUMENT.
+ */
+export function parseGrpcTimeout(value: string | string[] | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const match = typeof value === "string" ? TIMEOUT.exec(value.trim()) : null;
+  if (!match)
+    throw new GrpcError(Code.INVALID_ARGUMENT, `invalid Grpc-Timeout header "${value}": want 1-8 digits and a unit of H, M, S, m, u or n`);
+  return Number(match[1]) * UNIT_MS[match[2]!]!;
 }

@@ -1,5 +1,6 @@
 import {
   create,
+  type DescEnum,
   type DescField,
   type DescMessage,
   fromJson,
@@ -24,24 +25,60 @@ const invalid = (message: string) => new GrpcError(Code.INVALID_ARGUMENT, messag
 export function decodeRequest(route: GatewayRoute, segments: string[], query: string, body: string | undefined): Message {
   const input = route.method.info.desc.input;
   const message = decodeBody(route, input, body);
-  try {
-    if (route.body !== "*" && query !== "") mergeFromJson(input, message, queryJson(route, input, query), JSON_READ);
-    if (route.pathFields.length > 0) mergeFromJson(input, message, pathJson(route, segments), JSON_READ);
-  } catch (err) {
-    throw err instanceof GrpcError ? err : invalid((err as Error).message);
+  if (route.body !== "*" && query !== "") {
+    const json = queryJson(route, input, query);
+    if (json) merge(input, message, json, "query parameter");
   }
+  if (route.pathFields.length > 0) merge(input, message, pathJson(route, segments), "path parameter");
   return message;
 }
 
-function decodeBody(route: GatewayRoute, input: DescMessage, body: string | undefined): Message {
-  const text = body?.trim() ? body : undefined;
+/** Merges JSON built from the URL; an error names the parameter that caused it. */
+function merge(input: DescMessage, message: Message, json: JsonObject, what: string): void {
   try {
-    if (route.body === "*") return text ? fromJsonString(input, text, JSON_READ) : create(input);
-    if (route.bodyField && text) {
-      // Wrapping the body under its field lets the canonical JSON reader handle any field kind.
-      return fromJson(input, { [route.bodyField.jsonName]: JSON.parse(text) as JsonValue }, JSON_READ);
+    mergeFromJson(input, message, json, JSON_READ);
+  } catch (err) {
+    if (err instanceof GrpcError) throw err;
+    const name = culprit(input, json, "");
+    throw invalid(
+      name === undefined ? `invalid ${what}: ${(err as Error).message}` : `invalid ${what} "${name}": ${(err as Error).message}`,
+    );
+  }
+}
+
+/**
+ * The dotted name of the first value the JSON reader rejects on its own (error path only: it
+ * re-reads each value alone). Undefined when only their combination fails (two members of a oneof).
+ */
+function culprit(input: DescMessage, json: JsonObject, prefix: string): string | undefined {
+  for (const key in json) {
+    const value = json[key]!;
+    const name = prefix === "" ? key : `${prefix}.${key}`;
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      const inner = culprit(input, value, name);
+      if (inner !== undefined) return inner;
+      continue;
     }
-    return create(input);
+    const single: JsonObject = {};
+    let node = single;
+    const parts = name.split(".");
+    for (let i = 0; i < parts.length - 1; i++) node = node[parts[i]!] = {};
+    node[parts[parts.length - 1]!] = value;
+    try {
+      fromJson(input, single, JSON_READ);
+    } catch {
+      return name;
+    }
+  }
+  return undefined;
+}
+
+function decodeBody(route: GatewayRoute, input: DescMessage, body: string | undefined): Message {
+  if (route.body === "" || body === undefined || body.trim() === "") return create(input);
+  try {
+    if (route.body === "*") return fromJsonString(input, body, JSON_READ);
+    // Wrapping the body under its field lets the canonical JSON reader handle any field kind.
+    return fromJson(input, { [route.bodyField!.jsonName]: JSON.parse(body) as JsonValue }, JSON_READ);
   } catch (err) {
     throw invalid(err instanceof SyntaxError ? `malformed JSON body: ${err.message}` : (err as Error).message);
   }
@@ -51,73 +88,116 @@ function decodeBody(route: GatewayRoute, input: DescMessage, body: string | unde
 function pathJson(route: GatewayRoute, segments: string[]): JsonObject {
   const json: JsonObject = {};
   for (const { fields, start, end } of route.pathFields) {
-    const parts = segments.slice(start, end);
+    let raw: string;
     // One segment is fully decoded; a multi-segment value keeps %2F so its slashes stay distinguishable.
-    const raw = parts.length === 1 && end !== undefined ? decodeURIComponent(parts[0]!) : parts.map(decodeKeepingSlash).join("/");
-    setPath(json, fields, jsonValue(fields[fields.length - 1]!, raw));
+    if (end === start + 1) raw = decodeURIComponent(segments[start]!);
+    else {
+      raw = "";
+      const stop = end ?? segments.length;
+      for (let i = start; i < stop; i++) raw += (i === start ? "" : "/") + decodeKeepingSlash(segments[i]!);
+    }
+    setPath(json, fields, jsonValue(fields[fields.length - 1]!, raw, fields));
   }
   return json;
 }
 
 function decodeKeepingSlash(segment: string): string {
+  if (!segment.includes("%")) return segment;
   return segment
     .split(/%2F/i)
     .map((s) => decodeURIComponent(s))
     .join("%2F");
 }
 
-function setPath(json: JsonObject, fields: DescField[], value: JsonValue): void {
+function setPath(json: JsonObject, fields: readonly DescField[], value: JsonValue): void {
   let node = json;
-  for (const f of fields.slice(0, -1)) node = (node[f.jsonName] ??= {}) as JsonObject;
+  for (let i = 0; i < fields.length - 1; i++) node = (node[fields[i]!.jsonName] ??= {}) as JsonObject;
   node[fields[fields.length - 1]!.jsonName] = value;
 }
 
+const MAP_KEY = /^([^[\]]+)\[([^[\]]*)\]$/;
+
 /**
  * Query parameters for the fields the path and body leave unbound: dotted paths by proto or
- * JSON name, repeated keys for lists, `map[key]=value` for maps. Unknown keys are ignored.
+ * JSON name, repeated keys for lists, `map[key]=value` for maps. Unknown keys are ignored; a
+ * malformed percent-escape is INVALID_ARGUMENT. `undefined` when no parameter applies.
  */
-function queryJson(route: GatewayRoute, input: DescMessage, query: string): JsonObject {
-  const bound = new Set(route.pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
-  if (route.bodyField) bound.add(route.bodyField.name);
-  const json: JsonObject = {};
-  for (const [key, raw] of new URLSearchParams(query)) {
-    const mapMatch = /^([^[\]]+)\[([^[\]]*)\]$/.exec(key);
-    const names = (mapMatch ? mapMatch[1]! : key).split(".");
-    const fields = resolve(input, names);
-    if (!fields || bound.has(fields.map((f) => f.name).join("."))) continue;
+function queryJson(route: GatewayRoute, input: DescMessage, query: string): JsonObject | undefined {
+  let json: JsonObject | undefined;
+  for (const pair of query.split("&")) {
+    if (pair === "") continue;
+    const eq = pair.indexOf("=");
+    const key = formDecode(eq === -1 ? pair : pair.slice(0, eq));
+    const value = eq === -1 ? "" : formDecode(pair.slice(eq + 1));
+    const mapMatch = key.includes("[") ? MAP_KEY.exec(key) : null;
+    const fields = resolve(input, mapMatch ? mapMatch[1]! : key, route.boundPaths);
+    if (!fields) continue;
     const leaf = fields[fields.length - 1]!;
+    json ??= {};
     let node = json;
-    for (const f of fields.slice(0, -1)) node = (node[f.jsonName] ??= {}) as JsonObject;
-    if (leaf.fieldKind === "map" && mapMatch) {
+    for (let i = 0; i < fields.length - 1; i++) node = (node[fields[i]!.jsonName] ??= {}) as JsonObject;
+    if (leaf.fieldKind === "map") {
+      if (!mapMatch) throw invalid(`query parameter "${key}" is a map: set its entries as ${key}[key]=value`);
       const map = (node[leaf.jsonName] ??= {}) as JsonObject;
-      map[mapMatch[2]!] = jsonValue(leaf, raw);
+      map[mapMatch[2]!] = jsonValue(leaf, value, fields);
+    } else if (mapMatch) {
+      throw invalid(`query parameter "${mapMatch[1]}" is not a map`);
     } else if (leaf.fieldKind === "list") {
-      ((node[leaf.jsonName] ??= []) as JsonValue[]).push(jsonValue(leaf, raw));
-    } else if (!mapMatch && leaf.fieldKind !== "map") {
+      ((node[leaf.jsonName] ??= []) as JsonValue[]).push(jsonValue(leaf, value, fields));
+    } else {
       if (leaf.jsonName in node) throw invalid(`query parameter "${key}" has too many values`);
-      node[leaf.jsonName] = jsonValue(leaf, raw);
+      node[leaf.jsonName] = jsonValue(leaf, value, fields);
     }
   }
   return json;
 }
 
-/** Resolves a dotted name (proto or JSON names) through singular message fields. */
-function resolve(message: DescMessage, names: string[]): DescField[] | undefined {
+/** `application/x-www-form-urlencoded` decoding: `+` is a space; a bad escape is an error, not kept as text. */
+function formDecode(text: string): string {
+  if (!text.includes("%") && !text.includes("+")) return text;
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "));
+  } catch {
+    throw invalid(`malformed percent-encoding in query string: "${text}"`);
+  }
+}
+
+/** Each message's fields by proto and JSON name, made once per message type. */
+const lookups = new WeakMap<DescMessage, Map<string, DescField>>();
+
+function fieldsByName(message: DescMessage): Map<string, DescField> {
+  let lookup = lookups.get(message);
+  if (!lookup) {
+    lookup = new Map();
+    for (const f of message.fields) lookup.set(f.jsonName, f).set(f.name, f);
+    lookups.set(message, lookup);
+  }
+  return lookup;
+}
+
+/**
+ * Resolves a dotted name (proto or JSON names) through singular message fields; undefined for an
+ * unknown name, or one bound by the path or the body (itself or any field above it).
+ */
+function resolve(message: DescMessage, dotted: string, bound: ReadonlySet<string>): DescField[] | undefined {
   const chain: DescField[] = [];
   let current: DescMessage | undefined = message;
-  for (const name of names) {
-    const field: DescField | undefined = current?.fields.find((f) => f.name === name || f.jsonName === name);
+  let path = "";
+  for (const name of dotted.split(".")) {
+    const field: DescField | undefined = current && fieldsByName(current).get(name);
     if (!field) return undefined;
     chain.push(field);
+    path = path === "" ? field.name : `${path}.${field.name}`;
+    if (bound.has(path)) return undefined;
     current = field.fieldKind === "message" ? field.message : undefined;
   }
   return chain;
 }
 
-const WRAPPERS_AS_TEXT = new Set([
+/** Well-known types whose JSON form is a string, taken from the URL as it is. */
+const STRING_JSON = new Set([
   "google.protobuf.Timestamp",
   "google.protobuf.Duration",
-  "google.protobuf.FieldMask",
   "google.protobuf.StringValue",
   "google.protobuf.BytesValue",
   "google.protobuf.Int64Value",
@@ -128,30 +208,72 @@ const WRAPPERS_AS_TEXT = new Set([
   "google.protobuf.DoubleValue",
 ]);
 
+const fieldName = (chain: readonly DescField[]) => chain.map((f) => f.jsonName).join(".");
+
 /** A path or query string as the JSON value the canonical reader expects for that field. */
-function jsonValue(field: DescField, raw: string): JsonValue {
-  const kind = field.fieldKind === "list" ? field.listKind : field.fieldKind === "map" ? field.mapKind : field.fieldKind;
-  if (kind === "enum") return /^-?\d+$/.test(raw) ? Number(raw) : raw;
-  if (kind === "scalar") {
-    const scalar = field.fieldKind === "list" || field.fieldKind === "map" || field.fieldKind === "scalar" ? field.scalar : undefined;
-    return scalar === ScalarType.BOOL ? parseBool(field, raw) : raw; // numbers are accepted as JSON strings
+function jsonValue(field: DescField, raw: string, chain: readonly DescField[]): JsonValue {
+  let scalar: ScalarType | undefined;
+  let message: DescMessage | undefined;
+  switch (field.fieldKind) {
+    case "scalar":
+      scalar = field.scalar;
+      break;
+    case "enum":
+      return enumValue(field.enum, raw, chain);
+    case "message":
+      message = field.message;
+      break;
+    case "list":
+      if (field.listKind === "enum") return enumValue(field.enum, raw, chain);
+      if (field.listKind === "scalar") scalar = field.scalar;
+      else message = field.message;
+      break;
+    case "map":
+      if (field.mapKind === "enum") return enumValue(field.enum, raw, chain);
+      if (field.mapKind === "scalar") scalar = field.scalar;
+      else message = field.message;
+      break;
   }
-  const message = field.fieldKind === "list" || field.fieldKind === "map" || field.fieldKind === "message" ? field.message : undefined;
-  const typeName = message?.typeName ?? "";
-  if (WRAPPERS_AS_TEXT.has(typeName)) return raw;
-  if (typeName === "google.protobuf.BoolValue") return parseBool(field, raw);
-  if (typeName === "google.protobuf.Struct" || typeName === "google.protobuf.Value" || typeName === "google.protobuf.ListValue") {
-    try {
-      return JSON.parse(raw) as JsonValue;
-    } catch {
-      throw invalid(`invalid JSON in parameter "${field.name}"`);
+  // Numbers stay strings: the canonical reader accepts them so, and names the field when one is bad.
+  if (scalar !== undefined) return scalar === ScalarType.BOOL ? parseBool(raw, chain) : raw;
+  const typeName = message!.typeName;
+  if (STRING_JSON.has(typeName)) return raw;
+  switch (typeName) {
+    case "google.protobuf.BoolValue":
+      return parseBool(raw, chain);
+    case "google.protobuf.FieldMask":
+      // Paths by proto name (`published_at`) or JSON name (`publishedAt`); the JSON form wants the latter.
+      return raw.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    case "google.protobuf.Value":
+      // JSON text, else the plain string: `?v=3` is the number 3, `?v=hello` the string "hello".
+      return parseJson(raw) ?? raw;
+    case "google.protobuf.Struct":
+    case "google.protobuf.ListValue": {
+      const json = parseJson(raw);
+      if (json === undefined) throw invalid(`parameter "${fieldName(chain)}" must be JSON text (${typeName})`);
+      return json;
     }
   }
-  throw invalid(`parameter "${field.name}" of type ${typeName} cannot be set from a string`);
+  throw invalid(`parameter "${fieldName(chain)}" of type ${typeName} cannot be set from a string`);
 }
 
-function parseBool(field: DescField, raw: string): boolean {
+/** An enum by name or by number; either must be one the enum declares (the JSON reader would drop an unknown name). */
+function enumValue(desc: DescEnum, raw: string, chain: readonly DescField[]): JsonValue {
+  const number = /^-?\d+$/.test(raw) ? Number(raw) : undefined;
+  if (number === undefined ? desc.values.some((v) => v.name === raw) : desc.value[number] !== undefined) return number ?? raw;
+  throw invalid(`invalid value for enum parameter "${fieldName(chain)}": "${raw}" is not a ${desc.typeName}`);
+}
+
+function parseJson(raw: string): JsonValue | undefined {
+  try {
+    return JSON.parse(raw) as JsonValue;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseBool(raw: string, chain: readonly DescField[]): boolean {
   if (raw === "true" || raw === "1") return true;
   if (raw === "false" || raw === "0") return false;
-  throw invalid(`invalid value for bool parameter "${field.name}": "${raw}"`);
+  throw invalid(`invalid value for bool parameter "${fieldName(chain)}": "${raw}"`);
 }

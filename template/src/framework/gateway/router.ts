@@ -2,7 +2,8 @@ import type { PathTemplate } from "./path-template.js";
 
 /**
  * Matches request paths against the compiled templates with a segment trie, so a
- * lookup costs the path's length, not the number of routes.
+ * lookup costs the path's length (plus backtracking between literal, `*` and `**`
+ * branches), never the number of routes.
  */
 class Node {
   readonly literals = new Map<string, Node>();
@@ -37,54 +38,85 @@ export class Router<R> {
     byMethod.set(method, route);
   }
 
-  /** `path` is the raw (still percent-encoded) path without the query string. */
+  /**
+   * `path` is the raw (still percent-encoded) path without the query string. Literals match
+   * after percent-decoding; the segments returned are still encoded, for the decoder. HEAD is
+   * served by a GET route when there is no HEAD route.
+   */
   match(method: string, path: string): MatchResult<R> {
-    if (!path.startsWith("/")) return { kind: "bad-path", reason: "path must start with /" };
+    if (path.charCodeAt(0) !== 47 /* / */) return { kind: "bad-path", reason: "path must start with /" };
     const raw = path.slice(1).split("/");
-    let decoded: string[];
-    try {
-      decoded = raw.map(decodeURIComponent);
-    } catch {
-      return { kind: "bad-path", reason: `malformed percent-encoding in path "${path}"` };
-    }
-    let allow: Set<string> | undefined;
-    const attempt = (literals: string[], verb: string): R | undefined => {
-      for (const byMethod of this.#endpoints(this.#root, literals, 0, verb)) {
-        const route = byMethod.get(method) as R | undefined;
-        if (route !== undefined) return route;
-        allow ??= new Set();
-        for (const m of byMethod.keys()) allow.add(m);
-      }
-      return undefined;
-    };
+    const decoded = path.includes("%") ? decodeAll(raw) : raw;
+    if (decoded === undefined) return { kind: "bad-path", reason: `malformed percent-encoding in path "${path}"` };
     // A trailing ":verb" may be a custom verb or part of a literal; try the verb first.
     // Only a literal colon counts: an escaped one (%3A) is data.
     const last = raw.length - 1;
     const colon = raw[last]!.lastIndexOf(":");
+    let verbSegments: string[] | undefined;
+    let verbDecoded: string[] | undefined;
+    let verb = "";
     if (colon > 0) {
-      const head = raw[last]!.slice(0, colon);
-      const rawSegments = [...raw.slice(0, last), head];
-      const route = attempt([...decoded.slice(0, last), decodeURIComponent(head)], raw[last]!.slice(colon + 1));
-      if (route !== undefined) return { kind: "found", route, segments: rawSegments };
+      verb = raw[last]!.slice(colon + 1);
+      verbSegments = raw.slice();
+      verbSegments[last] = raw[last]!.slice(0, colon);
+      verbDecoded = decoded === raw ? verbSegments : decoded.slice();
+      if (decoded !== raw) verbDecoded[last] = decodeURIComponent(verbSegments[last]!);
+      const route = this.#find(this.#root, verbDecoded, 0, verb, method);
+      if (route !== undefined) return { kind: "found", route, segments: verbSegments };
     }
-    const route = attempt(decoded, "");
+    const route = this.#find(this.#root, decoded, 0, "", method);
     if (route !== undefined) return { kind: "found", route, segments: raw };
-    if (allow) return { kind: "method-not-allowed", allow: [...allow].sort() };
-    return { kind: "not-found" };
+    // Not found for this method: is the path served under another one?
+    const allow = new Set<string>();
+    if (verbDecoded) this.#allowed(this.#root, verbDecoded, 0, verb, allow);
+    this.#allowed(this.#root, decoded, 0, "", allow);
+    return allow.size > 0 ? { kind: "method-not-allowed", allow: [...allow].sort() } : { kind: "not-found" };
   }
 
-  /** Every endpoint map reachable for these segments: literals first, then `*`, then `**`. */
-  *#endpoints(node: Node, segments: string[], i: number, verb: string): Generator<Map<string, unknown>> {
+  /** Depth-first: literal, then `*`, then `**` (which takes the rest of the path, possibly nothing). */
+  #find(node: Node, segments: string[], i: number, verb: string, method: string): R | undefined {
     if (i === segments.length) {
-      const here = node.endpoints.get(verb);
-      if (here) yield here;
+      const route = endpoint<R>(node.endpoints.get(verb), method);
+      if (route !== undefined) return route;
     } else {
       const literal = node.literals.get(segments[i]!);
-      if (literal) yield* this.#endpoints(literal, segments, i + 1, verb);
-      if (node.single) yield* this.#endpoints(node.single, segments, i + 1, verb);
+      if (literal) {
+        const route = this.#find(literal, segments, i + 1, verb, method);
+        if (route !== undefined) return route;
+      }
+      if (node.single) {
+        const route = this.#find(node.single, segments, i + 1, verb, method);
+        if (route !== undefined) return route;
+      }
     }
-    // `**` takes the rest of the path, possibly nothing.
-    const rest = node.multi?.endpoints.get(verb);
-    if (rest) yield rest;
+    return node.multi ? endpoint<R>(node.multi.endpoints.get(verb), method) : undefined;
+  }
+
+  #allowed(node: Node, segments: string[], i: number, verb: string, allow: Set<string>): void {
+    if (i === segments.length) addMethods(node.endpoints.get(verb), allow);
+    else {
+      const literal = node.literals.get(segments[i]!);
+      if (literal) this.#allowed(literal, segments, i + 1, verb, allow);
+      if (node.single) this.#allowed(node.single, segments, i + 1, verb, allow);
+    }
+    if (node.multi) addMethods(node.multi.endpoints.get(verb), allow);
+  }
+}
+
+function endpoint<R>(byMethod: Map<string, unknown> | undefined, method: string): R | undefined {
+  if (!byMethod) return undefined;
+  const route = byMethod.get(method) as R | undefined;
+  return route !== undefined || method !== "HEAD" ? route : (byMethod.get("GET") as R | undefined);
+}
+
+function addMethods(byMethod: Map<string, unknown> | undefined, allow: Set<string>): void {
+  if (byMethod) for (const m of byMethod.keys()) allow.add(m);
+}
+
+function decodeAll(segments: string[]): string[] | undefined {
+  try {
+    return segments.map(decodeURIComponent);
+  } catch {
+    return undefined;
   }
 }

@@ -1,3 +1,4 @@
+import { METHODS } from "node:http";
 import { type DescField, type DescMessage, getOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
@@ -16,6 +17,8 @@ export interface GatewayRoute {
   readonly bodyField: DescField | undefined;
   /** The response field sent instead of the whole message, if the rule says so. */
   readonly responseBodyField: DescField | undefined;
+  /** Dotted proto names of the fields the path and the body set: the query cannot set them or anything under them. */
+  readonly boundPaths: ReadonlySet<string>;
 }
 
 export class RouteError extends Error {}
@@ -60,6 +63,9 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
     case "custom":
       httpMethod = pattern.value.kind.toUpperCase();
       path = pattern.value.path;
+      // Node's HTTP parser knows a fixed set of methods; anything else could never arrive.
+      if (!METHODS.includes(httpMethod))
+        throw new RouteError(`${where}: custom method "${pattern.value.kind}" is not an HTTP method Node serves`);
       break;
     default:
       throw new RouteError(`${where}: no HTTP method set`);
@@ -76,7 +82,9 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
   });
   const bodyField = rule.body && rule.body !== "*" ? fieldByName(input, rule.body, where) : undefined;
   const responseBodyField = rule.responseBody ? fieldByName(method.info.desc.output, rule.responseBody, where) : undefined;
-  return { method, httpMethod, template, pathFields, body: rule.body, bodyField, responseBodyField };
+  const boundPaths = new Set(pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
+  if (bodyField) boundPaths.add(bodyField.name);
+  return { method, httpMethod, template, pathFields, body: rule.body, bodyField, responseBodyField, boundPaths };
 }
 
 /** Every HTTP binding of every served method (additional bindings included); methods without a rule get none. */

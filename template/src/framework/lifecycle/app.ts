@@ -8,6 +8,7 @@ import type { Config } from "../config/schema.js";
 import { detailTypes } from "../errors/wire.js";
 import { registerGateway } from "../gateway/gateway.js";
 import { grpcInvoker, type Invoker, inProcessInvoker } from "../gateway/invoker.js";
+import { Marshalers } from "../gateway/marshalers.js";
 import { compileRoutes } from "../gateway/routes.js";
 import { buildInfo } from "../health/build-info.js";
 import { Readiness } from "../health/readiness.js";
@@ -46,6 +47,8 @@ export class App {
   readonly config: Config;
   readonly log: Logger;
   readonly readiness: Readiness;
+  /** Gateway extensions: `app.gateway.registerMarshaler("text/event-stream", m)` from preStart replaces the SSE framing. */
+  readonly gateway: Marshalers;
   readonly #chain: Chain;
   readonly #services: ServiceImpl[];
   #grpc: Server | undefined;
@@ -61,6 +64,7 @@ export class App {
     this.#services = options.services;
     this.#chain = new Chain(defaultInterceptors(this.config));
     this.readiness = new Readiness(this.#services.map((s) => s.desc.typeName));
+    this.gateway = new Marshalers({ sse: !this.config.DISABLE_SSE_MARSHALER });
   }
 
   /** Adds interceptors in front of the default chain. Only before `start()` (e.g. from preStart). */
@@ -77,7 +81,7 @@ export class App {
   async start(): Promise<Addresses> {
     const config = this.config;
     this.log.info({ config: configSummary(config) }, "starting");
-    await this.#hooks("preStart");
+    await this.#hooks("preStart", this);
 
     const methods = bindMethods(this.#services, this.#chain);
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
@@ -88,7 +92,7 @@ export class App {
       if (!this.#socket) mode = "tcp";
     }
 
-    const http = createHttpServer(config);
+    const http = await createHttpServer(config);
     this.#http = http;
     registerHealthRoutes(http, buildInfo(config), this.readiness);
     const invoker: Invoker = {
@@ -105,10 +109,12 @@ export class App {
         debugHeader: config.DEBUG_LOG_HEADER_NAME,
         prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()),
       },
+      marshalers: this.gateway,
+      heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
     });
     const ops = { config, services: this.#services, routes };
     if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
-    else registerOpsRoutes((this.#admin = createHttpServer(config)), ops);
+    else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);
 
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT);
@@ -175,7 +181,7 @@ export class App {
     this.#socket?.remove();
   }
 
-  async #hooks(name: HookName, ...args: [boolean?]): Promise<void> {
+  async #hooks(name: HookName, ...args: unknown[]): Promise<void> {
     for (const service of this.#services) {
       const hook = (service as LifecycleHooks)[name] as ((...a: unknown[]) => unknown) | undefined;
       if (hook) await hook.apply(service, args);

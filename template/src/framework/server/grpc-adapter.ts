@@ -68,7 +68,10 @@ export function grpcHandler(method: BoundMethod) {
         call.end(ctx.responseTrailer);
       } catch (err) {
         if (ctx.signal.aborted) return; // nobody left to tell
-        call.emit("error", headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer));
+        call.emit(
+          "error",
+          headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer),
+        );
       }
     });
   };
