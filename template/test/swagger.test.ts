@@ -50,7 +50,7 @@ describe("Swagger on the HTTP port", () => {
   });
   after(() => server.close());
 
-  test("the OpenAPI document of the example service is valid and describes its routes", async () => {
+  test("the OpenAPI document of ExampleService is valid and describes its routes", async () => {
     const res = await fetch(`${server.httpUrl}${DOC}`);
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type") ?? "", /^application\/json/);

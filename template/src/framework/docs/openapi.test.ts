@@ -203,7 +203,7 @@ function documentOf(service: DescService, options: Partial<OpenApiOptions> = {})
 
 const param = (op: { parameters: Json[] }, name: string) => op.parameters.find((p) => p.name === name);
 
-describe("OpenAPI document of the example service", () => {
+describe("OpenAPI document of the ExampleService", () => {
   const doc = documentOf(ExampleService, { sse: true });
 
   test("a validator accepts it", async () => {
