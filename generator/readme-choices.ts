@@ -8,9 +8,9 @@ const BLOCK = /^[ \t]*<!-- create-grpc-svc:choices -->[ \t]*\r?\n[\s\S]*?^[ \t]*
 export function choicesMarkdown(c: Choices): string {
   const auth = {
     none: "off — set `JWT_SECRET` and/or `API_KEYS` in `.env` to turn it on",
-    jwt: "JWT (HS256); the signing secret is `JWT_SECRET` in `.env`",
+    jwt: "JWT (HS256); the signing secret is `JWT_SECRET` in `.env`, and `make token` prints a development token",
     "api-key": "API keys in the `x-api-key` header; the key is `API_KEYS` in `.env`",
-    both: "JWT (HS256) or API key (`x-api-key`); the secrets are `JWT_SECRET` and `API_KEYS` in `.env`",
+    both: "JWT (HS256) or API key (`x-api-key`); the secrets are `JWT_SECRET` and `API_KEYS` in `.env`, and `make token` prints a development token",
   }[c.auth];
   const admin =
     c.adminPort === undefined

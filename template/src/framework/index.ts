@@ -3,6 +3,9 @@
  * the folders behind it are yours to read and change.
  */
 
+export { type Authenticate, unauthenticated } from "./auth/auth.js";
+export { type Claims, claimsOf, requireClaims } from "./auth/claims.js";
+export { type TokenVerifier, verifyOptions } from "./auth/jwt.js";
 export { type Client, createClient } from "./client/client.js";
 export { ConfigError, loadConfig } from "./config/load.js";
 export type { Config } from "./config/schema.js";

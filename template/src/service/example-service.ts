@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code, codeName, defineService, GrpcError } from "../framework/index.js";
+import { Code, claimsOf, codeName, defineService, GrpcError } from "../framework/index.js";
 import { ExampleService } from "../gen/example/v1/example_pb.js";
 
 /**
@@ -13,6 +13,11 @@ export const exampleService = defineService(ExampleService, {
       const receivedAt = timestampNow();
       // Shows only for calls that asked for debug logs (debug: true or the x-debug-log-level header).
       ctx.logger.debug({ delayMs: request.delayMs }, "echo received");
+      // With JWT auth on, the token's verified claims are on the context and `sub` names the caller: here it
+      // joins every log line of the call. A handler that cannot work without a caller calls requireClaims(ctx)
+      // instead, which answers INTERNAL "missing claims" when the call carried none.
+      const sub = claimsOf(ctx)?.sub;
+      if (sub !== undefined) ctx.addToContext("sub", sub);
       if (request.delayMs > 0) await sleep(request.delayMs, undefined, { signal: ctx.signal });
       return { message: request.message, traceId: ctx.traceId, receivedAt };
     },
@@ -30,5 +35,13 @@ export const exampleService = defineService(ExampleService, {
       if (request.code !== Code.OK) throw new GrpcError(request.code, request.message || codeName(request.code));
       return {};
     },
+  },
+
+  // Auth override: this service alone decides who may call its methods (JWT_SECRET and API_KEYS apply
+  // only through `authenticate`). Countdown stays public, since a browser's EventSource cannot send an
+  // Authorization header; every other method takes the global check. Throw or return false to reject.
+  async authorize(ctx, authenticate) {
+    if (ctx.method.name === "Countdown") return;
+    await authenticate(ctx);
   },
 });

@@ -12,10 +12,12 @@ import {
   ExampleService,
 } from "../../gen/example/v1/example_pb.js";
 import { loadConfig } from "../config/load.js";
+import { logReporter } from "../errors/reporter.js";
 import { Code, GrpcError } from "../errors/status.js";
 import { configureLogging } from "../logging/logger.js";
 import { methodInfo } from "../server/methods.js";
-import { Chain, defaultInterceptors, type NamedInterceptor } from "./chain.js";
+import type { ServiceImpl } from "../server/service.js";
+import { Chain, type ChainDeps, defaultInterceptors, type NamedInterceptor } from "./chain.js";
 import { CallContext } from "./context.js";
 import { observe } from "./observe.js";
 import { recovery } from "./recovery.js";
@@ -74,17 +76,54 @@ beforeEach(() => {
   logs.length = 0;
 });
 
-/** Outermost first; auth, metrics, error notification and tracing join it with their issues. */
-const DEFAULT_ORDER = ["timeout", "rateLimit", "responseTimeLog", "traceId", "debugLog", "validate", "recovery"];
+/** Outermost first, with auth and tracing off (auth comes first when on; tracing goes just before recovery). */
+const DEFAULT_ORDER = [
+  "timeout",
+  "rateLimit",
+  "responseTimeLog",
+  "traceId",
+  "debugLog",
+  "validate",
+  "metrics",
+  "errorNotification",
+  "recovery",
+];
+
+function defaults(env: Record<string, string>, deps: Partial<ChainDeps> = {}) {
+  return defaultInterceptors(loadConfig(env), { reporter: logReporter, tracing: false, ...deps });
+}
 
 describe("the interceptor chain", () => {
   // The guard test of SPEC §4.3: the order lives in chain.ts and nowhere else. Change both together.
   test("the default chain order is exactly the one SPEC §4.3 lists", () => {
-    assert.deepEqual(new Chain(defaultInterceptors(loadConfig({}))).names(), DEFAULT_ORDER);
+    assert.deepEqual(new Chain(defaults({})).names(), DEFAULT_ORDER);
+  });
+
+  test("auth is absent when off, and first (before timeout) when JWT_SECRET or API_KEYS is set", () => {
+    const secret = "0123456789abcdef0123456789abcdef";
+    assert.ok(!new Chain(defaults({})).names().includes("auth"), "no entry at all when auth is off");
+    assert.deepEqual(new Chain(defaults({ JWT_SECRET: secret })).names(), ["auth", ...DEFAULT_ORDER]);
+    assert.deepEqual(new Chain(defaults({ API_KEYS: "k1,k2" })).names(), ["auth", ...DEFAULT_ORDER]);
+    assert.deepEqual(new Chain(defaults({ JWT_SECRET: secret, API_KEYS: "k1" })).names(), ["auth", ...DEFAULT_ORDER]);
+  });
+
+  test("a service's auth override puts auth first even with the settings off; other methods skip it at zero cost", () => {
+    const overriding = { desc: ExampleService, handlers: {}, authorize: () => {} } as unknown as ServiceImpl;
+    assert.deepEqual(new Chain(defaults({}, { services: [overriding] })).names(), ["auth", ...DEFAULT_ORDER]);
+    const auth = new Chain(defaults({}, { services: [overriding] })).entries()[0]!.interceptor;
+    const next: Next = async () => ({ message: create(EchoResponseSchema) });
+    const otherService = { ...echoInfo, service: "other.v1.OtherService" };
+    assert.equal(auth(next, otherService), next, "a method of a service without override gets next itself");
+    assert.notEqual(auth(next, echoInfo), next);
+  });
+
+  test("with tracing on, the tracing interceptor sits between errorNotification and recovery", () => {
+    const names = new Chain(defaults({}, { tracing: true })).names();
+    assert.deepEqual(names.slice(-3), ["errorNotification", "tracing", "recovery"]);
   });
 
   test("DISABLE_DEBUG_LOG_INTERCEPTOR=true removes debugLog and keeps the rest in order", () => {
-    const names = new Chain(defaultInterceptors(loadConfig({ DISABLE_DEBUG_LOG_INTERCEPTOR: "true" }))).names();
+    const names = new Chain(defaults({ DISABLE_DEBUG_LOG_INTERCEPTOR: "true" })).names();
     assert.deepEqual(
       names,
       DEFAULT_ORDER.filter((n) => n !== "debugLog"),
@@ -92,7 +131,7 @@ describe("the interceptor chain", () => {
   });
 
   test("DISABLE_PROTO_VALIDATE=true removes validate and keeps the rest in order", () => {
-    const names = new Chain(defaultInterceptors(loadConfig({ DISABLE_PROTO_VALIDATE: "true" }))).names();
+    const names = new Chain(defaults({ DISABLE_PROTO_VALIDATE: "true" })).names();
     assert.deepEqual(
       names,
       DEFAULT_ORDER.filter((n) => n !== "validate"),
@@ -100,7 +139,7 @@ describe("the interceptor chain", () => {
   });
 
   test("prepend puts custom interceptors before the defaults, the latest call outermost", () => {
-    const chain = new Chain(defaultInterceptors(loadConfig({})));
+    const chain = new Chain(defaults({}));
     const passthrough = (name: string): NamedInterceptor => ({ name, interceptor: (next) => next });
     chain.prepend(passthrough("a"), passthrough("b"));
     chain.prepend(passthrough("first"));
@@ -129,14 +168,14 @@ describe("the interceptor chain", () => {
   });
 
   test("prepend after compose throws", () => {
-    const chain = new Chain(defaultInterceptors(loadConfig({})));
+    const chain = new Chain(defaults({}));
     chain.compose(echoInfo, async () => ({ message: create(EchoResponseSchema) }));
     assert.throws(() => chain.prepend({ name: "late", interceptor: (next) => next }), /only be added during initialisation/);
     assert.deepEqual(chain.names(), DEFAULT_ORDER);
   });
 
   test("the full default chain sets the trace ID, validates and logs the response time", async () => {
-    const invoke = new Chain(defaultInterceptors(loadConfig({}))).compose(echoInfo, async (call) => ({
+    const invoke = new Chain(defaults({})).compose(echoInfo, async (call) => ({
       message: create(EchoResponseSchema, { message: (call.request as EchoRequest).message, traceId: call.ctx.traceId }),
     }));
     const call = callOf(echoInfo, create(EchoRequestSchema, { message: "hi", traceId: "trace-from-request" }));
@@ -157,7 +196,7 @@ describe("the interceptor chain", () => {
 
   test("with DISABLE_PROTO_VALIDATE=true an invalid request reaches the handler", async () => {
     let reached = false;
-    const invoke = new Chain(defaultInterceptors(loadConfig({ DISABLE_PROTO_VALIDATE: "true" }))).compose(echoInfo, async () => {
+    const invoke = new Chain(defaults({ DISABLE_PROTO_VALIDATE: "true" })).compose(echoInfo, async () => {
       reached = true;
       return { message: create(EchoResponseSchema) };
     });

@@ -1,25 +1,30 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { DescService } from "@bufbuild/protobuf";
 import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
+import { type Client, type ClientOptions, createClient } from "../client/client.js";
 import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
+import { createReporter, type ErrorReporter } from "../errors/reporter.js";
 import { detailTypes } from "../errors/wire.js";
 import { registerGateway } from "../gateway/gateway.js";
 import { grpcInvoker, type Invoker, inProcessInvoker } from "../gateway/invoker.js";
 import { Marshalers } from "../gateway/marshalers.js";
 import { compileRoutes } from "../gateway/routes.js";
-import { buildInfo } from "../health/build-info.js";
+import { buildInfo, readPackageJson } from "../health/build-info.js";
 import { Readiness } from "../health/readiness.js";
 import { registerHealthRoutes } from "../health/routes.js";
 import { Chain, defaultInterceptors, type NamedInterceptor } from "../interceptors/chain.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
+import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { createGrpcServer, listenGrpc, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
 import type { ServiceImpl } from "../server/service.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
+import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
 
 export interface AppOptions {
@@ -49,7 +54,11 @@ export class App {
   readonly readiness: Readiness;
   /** Gateway extensions: `app.gateway.registerMarshaler("text/event-stream", m)` from preStart replaces the SSE framing. */
   readonly gateway: Marshalers;
+  /** The Prometheus registry and series (`metrics.registry` takes the service's own metrics); undefined when DISABLE_PROMETHEUS. */
+  readonly metrics: ServerMetrics | undefined;
   readonly #chain: Chain;
+  readonly #reporter: ErrorReporter;
+  #tracing: Tracing | undefined;
   readonly #services: ServiceImpl[];
   #grpc: Server | undefined;
   #http: FastifyInstance | undefined;
@@ -62,7 +71,16 @@ export class App {
     this.config = options.config ?? loadConfig();
     this.log = configureLogging({ level: this.config.LOG_LEVEL, format: this.config.LOG_FORMAT, destination: options.logDestination });
     this.#services = options.services;
-    this.#chain = new Chain(defaultInterceptors(this.config));
+    this.#reporter = createReporter(this.config.SENTRY_DSN, this.config.GIT_COMMIT);
+    this.metrics = createServerMetrics(this.config);
+    this.#chain = new Chain(
+      defaultInterceptors(this.config, {
+        reporter: this.#reporter,
+        tracing: tracingEnabled(),
+        services: this.#services,
+        metrics: this.metrics,
+      }),
+    );
     this.readiness = new Readiness(this.#services.map((s) => s.desc.typeName));
     this.gateway = new Marshalers({ sse: !this.config.DISABLE_SSE_MARSHALER });
   }
@@ -70,6 +88,15 @@ export class App {
   /** Adds interceptors in front of the default chain. Only before `start()` (e.g. from preStart). */
   prepend(...interceptors: NamedInterceptor[]): void {
     this.#chain.prepend(...interceptors);
+  }
+
+  /** A typed client of another service that forwards this service's trace and debug headers. */
+  createClient<S extends DescService>(service: S, address: string, options: ClientOptions = {}): Client<S> {
+    return createClient(service, address, {
+      traceHeader: this.config.TRACE_HEADER_NAME,
+      debugHeader: this.config.DEBUG_LOG_HEADER_NAME,
+      ...options,
+    });
   }
 
   /** The chain's interceptor names, outermost first. */
@@ -82,6 +109,7 @@ export class App {
     const config = this.config;
     this.log.info({ config: configSummary(config) }, "starting");
     await this.#hooks("preStart", this);
+    this.#tracing = await setupTracing(config.APP_NAME || readPackageJson().name || "service");
 
     const methods = bindMethods(this.#services, this.#chain);
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
@@ -104,6 +132,7 @@ export class App {
     registerGateway(http, {
       routes,
       invoker,
+      hooks: this.metrics?.gatewayHooks(routes),
       headers: {
         traceHeader: config.TRACE_HEADER_NAME,
         debugHeader: config.DEBUG_LOG_HEADER_NAME,
@@ -112,7 +141,7 @@ export class App {
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
     });
-    const ops = { config, services: this.#services, routes };
+    const ops = { config, services: this.#services, routes, metrics: this.metrics };
     if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
     else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);
 
@@ -162,6 +191,8 @@ export class App {
     await this.#closeServers(budget);
     await this.#hooks("stop");
     await this.#hooks("postStop");
+    // Last: spans and error reports of the final calls still go out.
+    await Promise.allSettled([this.#tracing?.shutdown(), this.#reporter.flush?.(2000)]);
     this.log.info("stopped");
     flushLogs();
   }

@@ -1,4 +1,5 @@
 import type { DescMethodServerStreaming, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type { Authenticate } from "../auth/auth.js";
 import type { CallContext } from "../interceptors/context.js";
 import type { LifecycleHooks } from "../lifecycle/hooks.js";
 
@@ -25,6 +26,15 @@ export type ServiceHandlers<S extends DescService> = {
 
 export interface ServiceOptions<S extends DescService> extends LifecycleHooks {
   handlers: ServiceHandlers<S>;
+  /**
+   * Auth override: when present, it alone decides who may call this service's methods, whatever
+   * JWT_SECRET and API_KEYS say; the global check runs only if it calls `authenticate(ctx)`, which
+   * resolves when the settings' check passes (at once when auth is off) and puts the token's claims
+   * on `ctx.claims`. Throw, or return false, to reject: the caller gets UNAUTHENTICATED "unauthenticated".
+   * It runs first in the chain, once per call, with `ctx.method` telling which method is called.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: an override that only throws to reject returns nothing
+  authorize?(ctx: CallContext, authenticate: Authenticate): Promise<boolean | void> | boolean | void;
 }
 
 /** A service the framework serves: its descriptor, its handlers and its optional lifecycle hooks. */

@@ -1,0 +1,118 @@
+import type { Metadata } from "@grpc/grpc-js";
+import type { Config } from "../config/schema.js";
+import { Code, GrpcError } from "../errors/status.js";
+import type { CallContext } from "../interceptors/context.js";
+import type { Interceptor } from "../interceptors/types.js";
+import type { ServiceImpl } from "../server/service.js";
+import { apiKeyCheck } from "./api-keys.js";
+import { tokenVerifier } from "./jwt.js";
+
+/**
+ * The global check of the settings (JWT_SECRET, API_KEYS): resolves when the call may go on, with the
+ * token's claims on `ctx.claims`; rejects otherwise. A no-op when neither setting is on.
+ */
+export type Authenticate = (ctx: CallContext) => Promise<void>;
+
+/** Why a call was rejected: for the warn line only, never for the caller. */
+class Rejection extends Error {
+  readonly reason: string;
+  readonly fields: Record<string, unknown>;
+  constructor(reason: string, fields: Record<string, unknown> = {}) {
+    super(reason);
+    this.reason = reason;
+    this.fields = fields;
+  }
+}
+
+/** The one answer to every rejected call: it does not say which check failed. */
+export function unauthenticated(): GrpcError {
+  return new GrpcError(Code.UNAUTHENTICATED, "unauthenticated");
+}
+
+const API_KEY_HEADER = "x-api-key";
+const BEARER = /^bearer +(\S+) *$/i;
+
+/** Strings only; a value sent twice is not one credential. */
+function values(md: Metadata, key: string): string[] {
+  return md.get(key).filter((v): v is string => typeof v === "string");
+}
+
+/** The ERR_* code and claim name of a jose error: they name the failed check and never contain the token. */
+function tokenErrorFields(err: unknown): Record<string, unknown> {
+  const { code, claim } = (err ?? {}) as { code?: unknown; claim?: unknown };
+  const fields: Record<string, unknown> = {};
+  if (typeof code === "string" && /^ERR_[A-Z_]+$/.test(code)) fields.tokenError = code;
+  if (typeof claim === "string" && /^[a-z]{1,16}$/.test(claim)) fields.claim = claim;
+  return fields;
+}
+
+/**
+ * The global check of SPEC §4.5 from the settings: a valid bearer JWT (claims go on the context) or a
+ * valid `x-api-key`; with both on, either is enough. Keys and secrets are prepared once, here.
+ */
+export function authenticator(config: Config): Authenticate | undefined {
+  const verifyToken = tokenVerifier(config);
+  const keyMatches = config.API_KEYS.length > 0 ? apiKeyCheck(config.API_KEYS) : undefined;
+  if (!verifyToken && !keyMatches) return undefined;
+  return async (ctx) => {
+    let presented = false;
+    let fields: Record<string, unknown> = {};
+    if (verifyToken) {
+      const auth = values(ctx.metadata, "authorization");
+      if (auth.length > 0) {
+        presented = true;
+        const token = auth.length === 1 ? BEARER.exec(auth[0] as string)?.[1] : undefined;
+        if (token !== undefined) {
+          try {
+            ctx.claims = Object.freeze(await verifyToken(token));
+            return;
+          } catch (err) {
+            fields = tokenErrorFields(err);
+          }
+        }
+      }
+    }
+    if (keyMatches) {
+      const keys = values(ctx.metadata, API_KEY_HEADER);
+      if (keys.length > 0) {
+        presented = true;
+        if (keys.length === 1 && keyMatches(keys[0] as string)) return;
+      }
+    }
+    throw new Rejection(presented ? "invalid credentials" : "missing credentials", fields);
+  };
+}
+
+const allow: Authenticate = async () => {};
+
+/**
+ * The auth interceptor, first in the chain: calls it rejects never reach the timeout, the rate limiter
+ * or the response-time log; each leaves one warn line that names the reason, never the credential.
+ * A service with an `authorize` override decides alone for its methods. Undefined (no chain entry)
+ * when auth is off and no service overrides it; a method needing no check gets `next` itself.
+ */
+export function authInterceptor(config: Config, services: readonly ServiceImpl[] = []): Interceptor | undefined {
+  const global = authenticator(config);
+  const overrides = new Map(services.filter((s) => typeof s.authorize === "function").map((s) => [s.desc.typeName, s]));
+  if (!global && overrides.size === 0) return undefined;
+  const authenticate = global ?? allow;
+  return (next, method) => {
+    const service = overrides.get(method.service);
+    const check: Authenticate | undefined = service
+      ? async (ctx) => {
+          if ((await service.authorize!(ctx, authenticate)) === false) throw new Rejection("rejected by the service's auth override");
+        }
+      : global;
+    if (!check) return next;
+    return async (call) => {
+      try {
+        await check(call.ctx);
+      } catch (err) {
+        const { reason, fields } = err instanceof Rejection ? err : { reason: "rejected by the service's auth override", fields: {} };
+        call.ctx.logger.warn({ ...fields, reason }, "unauthenticated");
+        throw unauthenticated();
+      }
+      return next(call);
+    };
+  };
+}

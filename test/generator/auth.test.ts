@@ -1,0 +1,99 @@
+// --auth through the real CLI: the generated README states the mode and how to use it, the .env secrets are
+// strong and fresh, and the generated repository's `make token` prints a JWT signed with its own JWT_SECRET.
+// (Which variables land in .env and .env.example is covered by cli.test.ts and env-readme.test.ts.)
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHmac } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { before, describe, it } from "node:test";
+import { makeCliTemplate, parseEnv, REAL_TEMPLATE, runCli, tmpDir } from "./helpers.js";
+
+const QUIET = ["--yes", "--no-install", "--no-git"];
+const read = (dir: string, rel: string) => fs.readFileSync(path.join(dir, rel), "utf8");
+
+let template: string;
+before(() => {
+  template = makeCliTemplate(tmpDir());
+});
+
+function scaffold(name: string, auth: string): string {
+  const out = path.join(tmpDir(), name);
+  const r = runCli([out, ...QUIET, "--auth", auth], { template });
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+/** The README's line that states the auth choice. */
+const authLine = (readme: string) => readme.split("\n").find((l) => l.startsWith("- **Auth:**")) ?? "";
+
+describe("the generated README states the auth mode", () => {
+  const cases: [auth: string, mentions: RegExp[], absent: RegExp[]][] = [
+    ["none", [/\boff\b/, /JWT_SECRET/, /API_KEYS/], [/make token/]],
+    ["jwt", [/JWT \(HS256\)/, /`JWT_SECRET` in `\.env`/, /`make token`/], [/x-api-key/, /API_KEYS/]],
+    ["api-key", [/API keys/, /`x-api-key`/, /`API_KEYS` in `\.env`/], [/JWT/, /make token/]],
+    ["both", [/JWT \(HS256\)/, /`x-api-key`/, /`JWT_SECRET` and `API_KEYS` in `\.env`/, /`make token`/], []],
+  ];
+  for (const [auth, mentions, absent] of cases) {
+    it(`--auth ${auth}`, () => {
+      const line = authLine(read(scaffold(`${auth.replace("-", "")}-svc`, auth), "README.md"));
+      assert.ok(line, "the README has an Auth line");
+      for (const re of mentions) assert.match(line, re);
+      for (const re of absent) assert.doesNotMatch(line, re);
+    });
+  }
+
+  it("keeps the Authentication section, with the calls renamed to the service and a `make token` target", () => {
+    const out = scaffold("ledger-svc", "both");
+    const readme = read(out, "README.md");
+    const section = readme.split(/^## /m).find((s) => s.startsWith("Authentication"));
+    assert.ok(section, "README has an Authentication section");
+    assert.match(section, /TOKEN=\$\(make -s token\)/);
+    assert.match(section, /-H "Authorization: Bearer \$TOKEN" localhost:9091\/api\/v1\/echo/);
+    assert.match(section, /-H "x-api-key: \$KEY"/);
+    assert.match(section, /http:\/\/localhost:9090\/ledger\.v1\.LedgerService\/Echo/);
+    assert.match(section, /createRemoteJWKSet/);
+    assert.match(read(out, "Makefile"), /^token: /m);
+  });
+});
+
+describe("the .env secrets", () => {
+  it("are at least 32 random bytes each, different in every repository and between the two settings", () => {
+    const seen = new Set<string>();
+    for (const name of ["one-svc", "two-svc"]) {
+      const env = parseEnv(read(scaffold(name, "both"), ".env"));
+      for (const key of ["JWT_SECRET", "API_KEYS"]) {
+        const value = env.get(key) ?? "";
+        assert.ok(Buffer.from(value, "base64url").length >= 32, `${key} is at least 32 bytes`);
+        assert.ok(new Set(value).size >= 16, `${key} looks random`);
+        assert.ok(!seen.has(value), `${key} is fresh`);
+        seen.add(value);
+      }
+    }
+  });
+});
+
+describe("make token in a generated repository", () => {
+  const installed = fs.existsSync(path.join(REAL_TEMPLATE, "node_modules/jose")) && fs.existsSync(path.join(REAL_TEMPLATE, "node_modules/tsx"));
+
+  it("prints an HS256 JWT signed with the repository's JWT_SECRET", { skip: !installed && "template/node_modules is not installed" }, () => {
+    const out = scaffold("token-svc", "jwt");
+    // The template's dependencies stand in for `npm install`; -o keeps make from reinstalling them.
+    fs.symlinkSync(path.join(REAL_TEMPLATE, "node_modules"), path.join(out, "node_modules"), "dir");
+    const env = { ...process.env };
+    for (const k of ["JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE"]) delete env[k];
+    const r = spawnSync("make", ["-s", "-o", "node_modules/.package-lock.json", "token", "SUB=alice"], { cwd: out, env, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const token = r.stdout.trim();
+    const [header, payload, signature] = token.split(".") as [string, string, string];
+    assert.equal(token.split(".").length, 3, "only the token on stdout");
+    const secret = parseEnv(read(out, ".env")).get("JWT_SECRET") ?? "";
+    const expected = createHmac("sha256", secret).update(`${header}.${payload}`).digest("base64url");
+    assert.equal(signature, expected, "signed with .env's JWT_SECRET");
+    assert.equal(JSON.parse(Buffer.from(header, "base64url").toString()).alg, "HS256");
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as { sub: string; exp: number };
+    assert.equal(claims.sub, "alice");
+    assert.ok(claims.exp > Date.now() / 1000, "not expired");
+    assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), "the secret is not printed");
+  });
+});
