@@ -2,6 +2,8 @@ import type { FastifyInstance } from "fastify";
 import type { Config } from "../config/schema.js";
 import { registerSwagger } from "../docs/routes.js";
 import type { GatewayRoute } from "../gateway/routes.js";
+import { registerMetricsRoute } from "../metrics/routes.js";
+import type { ServerMetrics } from "../metrics/server-metrics.js";
 import { registerProfilingRoutes } from "../profiling/routes.js";
 import type { ServiceImpl } from "../server/service.js";
 
@@ -10,6 +12,8 @@ export interface OpsContext {
   config: Config;
   services: readonly ServiceImpl[];
   routes: readonly GatewayRoute[];
+  /** Undefined when DISABLE_PROMETHEUS. */
+  metrics: ServerMetrics | undefined;
 }
 
 /**
@@ -18,5 +22,6 @@ export interface OpsContext {
  */
 export function registerOpsRoutes(app: FastifyInstance, ctx: OpsContext): void {
   registerProfilingRoutes(app, ctx);
+  registerMetricsRoute(app, ctx);
   registerSwagger(app, ctx);
 }

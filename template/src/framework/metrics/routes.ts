@@ -1,0 +1,13 @@
+import type { FastifyInstance } from "fastify";
+import type { OpsContext } from "../admin/routes.js";
+
+/**
+ * `/metrics` in the Prometheus text format 0.0.4 (what `promtool check metrics` reads), unless
+ * DISABLE_PROMETHEUS (then nothing is registered and the port answers 404 like any unknown path).
+ * Starts the Node process collectors, which only matter when someone can scrape them.
+ */
+export function registerMetricsRoute(app: FastifyInstance, { metrics }: OpsContext): void {
+  if (!metrics) return;
+  metrics.collectProcessMetrics();
+  app.get("/metrics", async (_req, reply) => reply.type(metrics.contentType).send(await metrics.render()));
+}

@@ -1,0 +1,233 @@
+import type { RouteOptions } from "fastify";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import type { Config } from "../config/schema.js";
+import { Code, codeName } from "../errors/status.js";
+import type { GatewayRoute } from "../gateway/routes.js";
+import type { MethodInfo } from "../interceptors/types.js";
+import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
+
+const GRPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"] as const;
+const HTTP_LABELS = ["method", "route", "status_code"] as const;
+
+/** The `route` label of gateway requests that matched no http rule (never the raw path: unbounded cardinality). */
+export const UNMATCHED_ROUTE = "unmatched";
+/** The status of a gateway request whose client went away before the response ended (nginx's and grpc-gateway's 499). */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * prom-client's default gauges that promtool's lint rejects (non-counters must not end in `_total`).
+ * Nothing is lost: `sum(nodejs_active_handles)` etc. give the same totals from the per-type gauges.
+ */
+const PROMTOOL_REJECTED = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
+/** One served method's series, looked up once when the chain is composed; the interceptor only adds to them. */
+export class MethodStats {
+  readonly started: CounterSeries;
+  readonly received: CounterSeries;
+  readonly sent: CounterSeries;
+  readonly rateLimited: CounterSeries;
+  /** Handled counters by numeric code; OK exists from start-up, the others appear on first use. */
+  readonly handled: (CounterSeries | undefined)[] = new Array(17).fill(undefined);
+  /** Undefined when ENABLE_PROMETHEUS_GRPC_HISTOGRAM=false. */
+  readonly duration: HistogramSeries | undefined;
+  readonly #labels: [string, string, string];
+  readonly #handledFamily: CounterFamily;
+
+  constructor(families: GrpcFamilies, info: MethodInfo) {
+    const labels: [string, string, string] = [info.kind === "unary" ? "unary" : "server_stream", info.service, info.name];
+    this.#labels = labels;
+    this.#handledFamily = families.handled;
+    this.started = families.started.series(...labels);
+    this.received = families.received.series(...labels);
+    this.sent = families.sent.series(...labels);
+    this.rateLimited = families.rateLimited.series(...labels);
+    this.duration = families.duration?.series(...labels);
+    this.handled[Code.OK] = families.handled.series(...labels, codeName(Code.OK));
+  }
+
+  /** Counts the end of a call with its status code; `start` is its `performance.now()` (ignored without the histogram). */
+  end(code: number, start: number): void {
+    (this.handled[code] ?? this.#handledSeries(code)).value++;
+    if (this.duration !== undefined) this.duration.observe((performance.now() - start) / 1000);
+  }
+
+  #handledSeries(code: number): CounterSeries {
+    const known = Number.isInteger(code) && code >= 0 && code <= 16 ? code : Code.UNKNOWN;
+    return (this.handled[known] ??= this.#handledFamily.series(...this.#labels, codeName(known)));
+  }
+}
+
+interface GrpcFamilies {
+  started: CounterFamily;
+  handled: CounterFamily;
+  received: CounterFamily;
+  sent: CounterFamily;
+  rateLimited: CounterFamily;
+  duration: HistogramFamily | undefined;
+}
+
+interface HttpSeries {
+  requests: CounterSeries;
+  duration: HistogramSeries;
+}
+
+/** The series of one (HTTP method, route template), by status code. */
+class RouteStats {
+  readonly #byStatus = new Map<number, HttpSeries>();
+
+  constructor(
+    readonly method: string,
+    readonly route: string,
+    readonly families: { requests: CounterFamily; duration: HistogramFamily },
+  ) {}
+
+  series(status: number): HttpSeries {
+    let s = this.#byStatus.get(status);
+    if (!s) {
+      const labels = [this.method, this.route, String(status)];
+      s = { requests: this.families.requests.series(...labels), duration: this.families.duration.series(...labels) };
+      this.#byStatus.set(status, s);
+    }
+    return s;
+  }
+
+  record(status: number, seconds: number): void {
+    const s = this.series(status);
+    s.requests.value++;
+    s.duration.observe(seconds);
+  }
+}
+
+/**
+ * The service's metrics (SPEC §4.1): gRPC server metrics as go-grpc-prometheus names them,
+ * HTTP gateway metrics by route template, rate-limit rejections and Node process metrics,
+ * in a registry of their own (not prom-client's global one), so one process can run several
+ * servers. A service adds its own metrics to `registry`.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly #grpc: GrpcFamilies;
+  readonly #http: { requests: CounterFamily; duration: HistogramFamily };
+  readonly #methods = new Map<string, MethodStats>();
+  readonly #routes = new Map<GatewayRoute, RouteStats>();
+  readonly #unmatched = new Map<string, RouteStats>();
+  #processMetrics = false;
+
+  constructor(config: Pick<Config, "ENABLE_PROMETHEUS_GRPC_HISTOGRAM" | "PROMETHEUS_GRPC_HISTOGRAM_BUCKETS">) {
+    const r = this.registry;
+    const buckets = config.PROMETHEUS_GRPC_HISTOGRAM_BUCKETS;
+    this.#grpc = {
+      started: new CounterFamily("grpc_server_started_total", "Total number of RPCs started on the server.", GRPC_LABELS).registerIn(r),
+      handled: new CounterFamily(
+        "grpc_server_handled_total",
+        "Total number of RPCs completed on the server, regardless of success or failure.",
+        [...GRPC_LABELS, "grpc_code"],
+      ).registerIn(r),
+      received: new CounterFamily(
+        "grpc_server_msg_received_total",
+        "Total number of RPC stream messages received on the server.",
+        GRPC_LABELS,
+      ).registerIn(r),
+      sent: new CounterFamily(
+        "grpc_server_msg_sent_total",
+        "Total number of gRPC stream messages sent by the server.",
+        GRPC_LABELS,
+      ).registerIn(r),
+      duration: config.ENABLE_PROMETHEUS_GRPC_HISTOGRAM
+        ? new HistogramFamily(
+            "grpc_server_handling_seconds",
+            "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
+            GRPC_LABELS,
+            buckets,
+          ).registerIn(r)
+        : undefined,
+      rateLimited: new CounterFamily(
+        "grpc_server_rate_limited_total",
+        "Total number of RPCs rejected by the rate limiter (RESOURCE_EXHAUSTED) before reaching the handler.",
+        GRPC_LABELS,
+      ).registerIn(r),
+    };
+    this.#http = {
+      requests: new CounterFamily(
+        "http_server_requests_total",
+        "Total number of HTTP gateway requests by method, route template and status code.",
+        HTTP_LABELS,
+      ).registerIn(r),
+      duration: new HistogramFamily(
+        "http_server_request_duration_seconds",
+        "Histogram of HTTP gateway request durations (seconds) by method, route template and status code.",
+        HTTP_LABELS,
+        buckets,
+      ).registerIn(r),
+    };
+  }
+
+  /** The series of one method, created at 0 (handled for OK) on first request: the chain asks once per method at start-up. */
+  method(info: MethodInfo): MethodStats {
+    let stats = this.#methods.get(info.path);
+    if (!stats) this.#methods.set(info.path, (stats = new MethodStats(this.#grpc, info)));
+    return stats;
+  }
+
+  /** The rate limiter's `onReject`: counts a rejection of the method with this gRPC path. */
+  readonly onRateLimited = (path: string): void => {
+    const stats = this.#methods.get(path);
+    if (stats) stats.rateLimited.value++;
+  };
+
+  /**
+   * fastify hooks for the gateway's routes only (so /healthcheck, /readycheck and /metrics are
+   * never counted). A request is counted once, when its response closes: with its status, or
+   * 499 when the client left before the end (e.g. mid-stream), under the route template the
+   * gateway matched (`req.gatewayRoute`). Every route's 200 series exists from start-up.
+   */
+  gatewayHooks(routes: readonly GatewayRoute[]): Pick<RouteOptions, "onRequest"> {
+    for (const route of routes) this.#route(route).series(200);
+    return {
+      onRequest: (req, reply, done) => {
+        const start = performance.now();
+        const res = reply.raw;
+        res.once("close", () => {
+          const route = req.gatewayRoute;
+          const stats = route ? (this.#routes.get(route) ?? this.#route(route)) : this.#unmatchedRoute(req.method);
+          stats.record(res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - start) / 1000);
+        });
+        done();
+      },
+    };
+  }
+
+  #route(route: GatewayRoute): RouteStats {
+    let stats = this.#routes.get(route);
+    if (!stats) this.#routes.set(route, (stats = new RouteStats(route.httpMethod, route.template.source, this.#http)));
+    return stats;
+  }
+
+  #unmatchedRoute(method: string): RouteStats {
+    let stats = this.#unmatched.get(method);
+    if (!stats) this.#unmatched.set(method, (stats = new RouteStats(method, UNMATCHED_ROUTE, this.#http)));
+    return stats;
+  }
+
+  /** Adds prom-client's Node process metrics (minus the three gauges promtool rejects). Idempotent. */
+  collectProcessMetrics(): void {
+    if (this.#processMetrics) return;
+    this.#processMetrics = true;
+    collectDefaultMetrics({ register: this.registry });
+    for (const name of PROMTOOL_REJECTED) this.registry.removeSingleMetric(name);
+  }
+
+  /** The Prometheus text exposition (format 0.0.4). */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
+}
+
+/** The process's metrics, or undefined when DISABLE_PROMETHEUS=true (then nothing is measured or served). */
+export function createServerMetrics(
+  config: Pick<Config, "DISABLE_PROMETHEUS" | "ENABLE_PROMETHEUS_GRPC_HISTOGRAM" | "PROMETHEUS_GRPC_HISTOGRAM_BUCKETS">,
+): ServerMetrics | undefined {
+  return config.DISABLE_PROMETHEUS ? undefined : new ServerMetrics(config);
+}

@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Code } from "../src/framework/index.js";
+import { startTestServer } from "../src/framework/testing/harness.js";
+import { ExampleService } from "../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../src/service/example-service.js";
+
+const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+const NOT_FOUND = { code: Code.NOT_FOUND, message: "Not Found", details: [] };
+
+async function notFound(url: string): Promise<void> {
+  const res = await fetch(url);
+  assert.equal(res.status, 404, url);
+  assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+  assert.deepEqual(await res.json(), NOT_FOUND, url);
+}
+
+describe("admin port (SPEC §4.1)", () => {
+  test("without ADMIN_PORT, /metrics and /debug/pprof/ are on the HTTP port", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    assert.equal(server.adminUrl, undefined);
+    const res = await fetch(`${server.httpUrl}/metrics`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), PROMETHEUS_TEXT);
+    assert.equal((await fetch(`${server.httpUrl}/debug/pprof/`)).status, 200);
+  });
+
+  test("with ADMIN_PORT, the ops endpoints move there; the HTTP port answers 404 for them and keeps health and readiness", async (t) => {
+    const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    t.after(() => server.close());
+    assert.ok(server.adminUrl);
+    assert.notEqual(server.adminUrl, server.httpUrl);
+
+    const metrics = await fetch(`${server.adminUrl}/metrics`);
+    assert.equal(metrics.status, 200);
+    assert.equal(metrics.headers.get("content-type"), PROMETHEUS_TEXT);
+    assert.match(await metrics.text(), /^grpc_server_started_total\{/m);
+    assert.equal((await fetch(`${server.adminUrl}/debug/pprof/`)).status, 200);
+
+    await notFound(`${server.httpUrl}/metrics`);
+    await notFound(`${server.httpUrl}/debug/pprof/`);
+
+    for (const path of ["/healthcheck", "/readycheck"]) {
+      assert.equal((await fetch(`${server.httpUrl}${path}`)).status, 200, `${path} stays on the HTTP port`);
+      await notFound(`${server.adminUrl}${path}`);
+    }
+    // The admin port serves no gateway either.
+    await notFound(`${server.adminUrl}/api/v1/echo/hi`);
+  });
+
+  test("the admin port's /metrics counts the traffic of the HTTP and gRPC ports, not its own", async (t) => {
+    const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    t.after(() => server.close());
+    await server.client(ExampleService).echo({ message: "grpc" });
+    assert.equal((await fetch(`${server.httpUrl}/metrics`)).status, 404);
+    await fetch(`${server.adminUrl}/metrics`);
+    const text = await (await fetch(`${server.adminUrl}/metrics`)).text();
+    assert.match(
+      text,
+      /^grpc_server_handled_total\{grpc_type="unary",grpc_service="example.v1.ExampleService",grpc_method="Echo",grpc_code="OK"\} 1$/m,
+    );
+    assert.match(
+      text,
+      /^http_server_requests_total\{method="GET",route="unmatched",status_code="404"\} 1$/m,
+      "the HTTP port's 404 for /metrics",
+    );
+    assert.doesNotMatch(text, /route="\/metrics"/);
+  });
+
+  test("DISABLE_PROMETHEUS=true with ADMIN_PORT: /metrics is 404 on both ports", async (t) => {
+    const server = await startTestServer([exampleService], { ADMIN_PORT: "0", DISABLE_PROMETHEUS: "true" });
+    t.after(() => server.close());
+    await notFound(`${server.adminUrl}/metrics`);
+    await notFound(`${server.httpUrl}/metrics`);
+  });
+});

@@ -1,0 +1,357 @@
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
+import { Code } from "../src/framework/index.js";
+import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
+import { ExampleService } from "../src/gen/example/v1/example_pb.js";
+import { Health } from "../src/gen/grpc/health/v1/health_pb.js";
+import { exampleService } from "../src/service/example-service.js";
+
+const SERVICE = "example.v1.ExampleService";
+const METHODS = [
+  { grpc_type: "unary", grpc_method: "Echo" },
+  { grpc_type: "server_stream", grpc_method: "Countdown" },
+  { grpc_type: "unary", grpc_method: "Fail" },
+];
+const ROUTES = [
+  ["POST", "/api/v1/echo"],
+  ["GET", "/api/v1/echo/{message}"],
+  ["GET", "/api/v1/countdown/{from}"],
+  ["POST", "/api/v1/countdown"],
+  ["POST", "/api/v1/fail"],
+] as const;
+const DEFAULT_BUCKETS = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"];
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition. */
+function parse(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(m, `unparsable line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of m[2]?.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g) ?? []) labels[l[1]!] = l[2]!;
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+class Scrape {
+  constructor(
+    readonly text: string,
+    readonly samples: Sample[],
+  ) {}
+
+  /** The samples of `name` whose labels include all of `labels`. */
+  find(name: string, labels: Record<string, string> = {}): Sample[] {
+    return this.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  }
+
+  /** The one sample of `name` with exactly these labels (undefined if the series does not exist). */
+  value(name: string, labels: Record<string, string>): number | undefined {
+    const wanted = Object.entries(labels);
+    const found = this.samples.filter(
+      (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
+    );
+    assert.ok(found.length <= 1, `${name} ${JSON.stringify(labels)} is ambiguous`);
+    return found[0]?.value;
+  }
+
+  /** gRPC and HTTP samples only (process metrics change by themselves). */
+  served(): Sample[] {
+    return this.samples.filter((s) => /^(grpc|http)_/.test(s.name));
+  }
+}
+
+async function scrape(baseUrl: string): Promise<Scrape> {
+  const res = await fetch(`${baseUrl}/metrics`);
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  const text = await res.text();
+  return new Scrape(text, parse(text));
+}
+
+const grpc = (method: string, extra: Record<string, string> = {}) => {
+  const type = METHODS.find((m) => m.grpc_method === method)!.grpc_type;
+  return { grpc_type: type, grpc_service: SERVICE, grpc_method: method, ...extra };
+};
+const http = (method: string, route: string, status: number) => ({ method, route, status_code: String(status) });
+
+async function codeOf(promise: Promise<unknown>): Promise<number> {
+  try {
+    await promise;
+  } catch (err) {
+    return (err as { code: number }).code;
+  }
+  assert.fail("expected the call to fail");
+}
+
+function post(server: TestServer, path: string, body: unknown): Promise<Response> {
+  return fetch(`${server.httpUrl}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+}
+
+const PROMTOOL = ["/usr/bin/promtool", "/usr/local/bin/promtool"].find(existsSync);
+
+/** The real promtool reading the exposition on stdin, as Prometheus' CI lint does. */
+function promtool(text: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PROMTOOL!, ["check", "metrics"], { stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, output }));
+    child.stdin.end(text);
+  });
+}
+
+describe("/metrics", () => {
+  test("at start-up every method has its series at 0 (handled only for OK), every route its 200 series, and nothing else", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    const m = await scrape(server.httpUrl);
+    for (const { grpc_method } of METHODS) {
+      for (const family of ["grpc_server_started_total", "grpc_server_msg_received_total", "grpc_server_msg_sent_total"]) {
+        assert.equal(m.value(family, grpc(grpc_method)), 0, `${family} ${grpc_method}`);
+      }
+      assert.equal(m.value("grpc_server_handled_total", grpc(grpc_method, { grpc_code: "OK" })), 0);
+      assert.equal(m.find("grpc_server_handled_total", grpc(grpc_method)).length, 1, "only the OK series exists");
+      assert.equal(m.value("grpc_server_rate_limited_total", grpc(grpc_method)), 0);
+      assert.equal(m.value("grpc_server_handling_seconds_count", grpc(grpc_method)), 0);
+      assert.deepEqual(
+        m.find("grpc_server_handling_seconds_bucket", grpc(grpc_method)).map((s) => s.labels.le),
+        DEFAULT_BUCKETS,
+      );
+    }
+    for (const [method, route] of ROUTES) {
+      assert.equal(m.value("http_server_requests_total", http(method, route, 200)), 0, `${method} ${route}`);
+      assert.equal(m.value("http_server_request_duration_seconds_count", http(method, route, 200)), 0);
+    }
+    assert.equal(m.find("http_server_requests_total").length, ROUTES.length, "no other HTTP series");
+    const services = new Set(m.served().map((s) => s.labels.grpc_service ?? SERVICE));
+    assert.deepEqual([...services], [SERVICE], "health and reflection have no series");
+    assert.ok(m.find("process_cpu_user_seconds_total").length === 1, "Node process metrics are there");
+    assert.ok(m.find("nodejs_heap_size_used_bytes").length === 1);
+    assert.doesNotMatch(m.text, /nodejs_active_\w+_total/, "the gauges promtool rejects are dropped");
+  });
+
+  test("promtool check metrics accepts the real output", {
+    skip: !PROMTOOL && !process.env.CI && "promtool not installed (Debian package prometheus)",
+  }, async (t) => {
+    assert.ok(PROMTOOL, "promtool is required in CI (.ci/run installs the Debian package prometheus)");
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    // Traffic first, so every family has series of every shape: errors, streams, unmatched routes.
+    const client = server.client(ExampleService);
+    await client.echo({ message: "hi" });
+    await codeOf(client.fail({ code: Code.INVALID_ARGUMENT }));
+    for await (const _ of client.countdown({ from: 2 })) {
+      // drain
+    }
+    await (await fetch(`${server.httpUrl}/api/v1/echo/x`)).text();
+    await (await fetch(`${server.httpUrl}/no/such/route`)).text();
+    const { text } = await scrape(server.httpUrl);
+    const { code, output } = await promtool(text);
+    assert.equal(output, "", "no findings");
+    assert.equal(code, 0);
+  });
+
+  test("gRPC and HTTP calls are counted exactly, by method and code; a stream's messages in msg_sent", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    const client = server.client(ExampleService);
+    await client.echo({ message: "one" });
+    await client.echo({ message: "two" });
+    assert.equal(await codeOf(client.fail({ code: Code.INVALID_ARGUMENT, message: "bad" })), Code.INVALID_ARGUMENT);
+    assert.equal(await codeOf(client.fail({ panic: true })), Code.INTERNAL);
+    await client.fail({ code: 0 });
+    let received = 0;
+    for await (const _ of client.countdown({ from: 4 })) received++;
+    assert.equal(received, 4);
+    // Through the gateway: the same chain runs, so these count in the gRPC families too.
+    assert.equal((await post(server, "/api/v1/fail", { code: Code.NOT_FOUND })).status, 404);
+    const ndjson = await (await fetch(`${server.httpUrl}/api/v1/countdown/3`)).text();
+    assert.equal(ndjson.trim().split("\n").length, 3);
+
+    const m = await scrape(server.httpUrl);
+    const handled = (method: string, code: string) => m.value("grpc_server_handled_total", grpc(method, { grpc_code: code }));
+    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 2);
+    assert.equal(m.value("grpc_server_msg_received_total", grpc("Echo")), 2);
+    assert.equal(m.value("grpc_server_msg_sent_total", grpc("Echo")), 2);
+    assert.equal(handled("Echo", "OK"), 2);
+
+    assert.equal(m.value("grpc_server_started_total", grpc("Fail")), 4);
+    assert.equal(handled("Fail", "OK"), 1);
+    assert.equal(handled("Fail", "InvalidArgument"), 1);
+    assert.equal(handled("Fail", "Internal"), 1);
+    assert.equal(handled("Fail", "NotFound"), 1);
+    assert.equal(m.find("grpc_server_handled_total", grpc("Fail")).length, 4, "no series for codes never returned");
+    assert.equal(m.value("grpc_server_msg_sent_total", grpc("Fail")), 1, "failed unary calls send nothing");
+
+    assert.equal(m.value("grpc_server_started_total", grpc("Countdown")), 2);
+    assert.equal(m.value("grpc_server_msg_received_total", grpc("Countdown")), 2);
+    assert.equal(m.value("grpc_server_msg_sent_total", grpc("Countdown")), 7, "4 over gRPC + 3 over HTTP");
+    assert.equal(handled("Countdown", "OK"), 2);
+
+    assert.equal(m.value("grpc_server_handling_seconds_count", grpc("Fail")), 4);
+    assert.equal(m.value("grpc_server_handling_seconds_bucket", grpc("Fail", { le: "+Inf" })), 4);
+    assert.ok(m.value("grpc_server_handling_seconds_sum", grpc("Fail"))! > 0);
+
+    assert.equal(m.value("http_server_requests_total", http("POST", "/api/v1/fail", 404)), 1);
+    assert.equal(m.value("http_server_requests_total", http("POST", "/api/v1/fail", 200)), 0);
+    assert.equal(m.value("http_server_requests_total", http("GET", "/api/v1/countdown/{from}", 200)), 1);
+    assert.equal(m.value("http_server_request_duration_seconds_count", http("GET", "/api/v1/countdown/{from}", 200)), 1);
+    assert.deepEqual(
+      m.find("http_server_request_duration_seconds_bucket", http("POST", "/api/v1/fail", 404)).map((s) => s.labels.le),
+      DEFAULT_BUCKETS,
+    );
+  });
+
+  test("msg_sent counts each streamed message as it goes; a cancelled stream ends Canceled", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    const client = server.client(ExampleService);
+    const controller = new AbortController();
+    const stream = client.countdown({ from: 100, intervalMs: 200 }, { signal: controller.signal })[Symbol.asyncIterator]();
+    await stream.next();
+    await stream.next();
+    let m = await scrape(server.httpUrl);
+    assert.equal(m.value("grpc_server_msg_sent_total", grpc("Countdown")), 2, "visible while the stream runs");
+    assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "OK" })), 0, "not handled yet");
+    controller.abort();
+    await stream.next().catch(() => {});
+    for (let i = 0; i < 50 && !m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Canceled" })); i++) {
+      await sleep(20);
+      m = await scrape(server.httpUrl);
+    }
+    assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Canceled" })), 1);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "OK" })), 0);
+    assert.equal(m.value("grpc_server_handling_seconds_count", grpc("Countdown")), 1);
+  });
+
+  test("the histogram has the configured buckets, and is absent with ENABLE_PROMETHEUS_GRPC_HISTOGRAM=false", async (t) => {
+    const custom = await startTestServer([exampleService], { PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: "0.5,0.001,0.1" });
+    t.after(() => custom.close());
+    await custom.client(ExampleService).echo({ message: "hi" });
+    const m = await scrape(custom.httpUrl);
+    const buckets = m.find("grpc_server_handling_seconds_bucket", grpc("Echo"));
+    assert.deepEqual(
+      buckets.map((s) => s.labels.le),
+      ["0.001", "0.1", "0.5", "+Inf"],
+    );
+    assert.equal(buckets.at(-1)!.value, 1);
+    assert.ok(
+      buckets.every((b, i) => i === 0 || b.value >= buckets[i - 1]!.value),
+      "cumulative",
+    );
+
+    const off = await startTestServer([exampleService], { ENABLE_PROMETHEUS_GRPC_HISTOGRAM: "false" });
+    t.after(() => off.close());
+    await off.client(ExampleService).echo({ message: "hi" });
+    const n = await scrape(off.httpUrl);
+    assert.doesNotMatch(n.text, /grpc_server_handling_seconds/);
+    assert.equal(n.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1, "the counters stay");
+  });
+
+  test("health, readiness, reflection and /metrics itself are never counted", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    await server.client(ExampleService).echo({ message: "warm up" });
+    const before = (await scrape(server.httpUrl)).served();
+
+    const health = server.client(Health);
+    assert.equal((await health.check({ service: "" })).status, 1);
+    assert.equal((await health.check({ service: SERVICE })).status, 1);
+    await promisify(execFile)("node_modules/.bin/buf", [
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "--list-methods",
+      `http://${server.grpcAddress}`,
+    ]);
+    for (const path of ["/healthcheck", "/readycheck", "/metrics", "/metrics"]) {
+      assert.equal((await fetch(`${server.httpUrl}${path}`)).status, 200, path);
+    }
+
+    const after = (await scrape(server.httpUrl)).served();
+    assert.deepEqual(after, before);
+    assert.ok(!after.some((s) => /health|reflection|metrics|readycheck/i.test(Object.values(s.labels).join(" "))));
+  });
+
+  test("rate-limit rejections are counted by method, and never reach the handled counters", async (t) => {
+    const server = await startTestServer([exampleService], { RATE_LIMIT_PER_SECOND: "0.1", RATE_LIMIT_BURST: "1" });
+    t.after(() => server.close());
+    const client = server.client(ExampleService);
+    await client.echo({ message: "takes the only token" });
+    assert.equal(await codeOf(client.echo({ message: "rejected" })), Code.RESOURCE_EXHAUSTED);
+    assert.equal(await codeOf(client.fail({ code: 0 })), Code.RESOURCE_EXHAUSTED);
+    assert.equal((await fetch(`${server.httpUrl}/api/v1/echo/rejected`)).status, 429);
+    const m = await scrape(server.httpUrl);
+    assert.equal(m.value("grpc_server_rate_limited_total", grpc("Echo")), 2);
+    assert.equal(m.value("grpc_server_rate_limited_total", grpc("Fail")), 1);
+    assert.equal(m.value("grpc_server_rate_limited_total", grpc("Countdown")), 0);
+    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 1);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "ResourceExhausted" })), undefined);
+    assert.equal(m.value("http_server_requests_total", http("GET", "/api/v1/echo/{message}", 429)), 1);
+  });
+
+  test("HTTP metrics carry the route template, never the raw path; unmatched requests share one label", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    for (const word of ["alpha", "beta", "gamma%2Fdelta"]) assert.equal((await fetch(`${server.httpUrl}/api/v1/echo/${word}`)).status, 200);
+    assert.equal((await post(server, "/api/v1/echo", { message: "posted" })).status, 200);
+    assert.equal((await fetch(`${server.httpUrl}/no/such/thing-1`)).status, 404);
+    assert.equal((await fetch(`${server.httpUrl}/no/such/thing-2`)).status, 404);
+    assert.equal((await fetch(`${server.httpUrl}/api/v1/fail`)).status, 405, "known path, wrong method");
+    const m = await scrape(server.httpUrl);
+    assert.equal(m.value("http_server_requests_total", http("GET", "/api/v1/echo/{message}", 200)), 3);
+    assert.equal(m.value("http_server_request_duration_seconds_count", http("GET", "/api/v1/echo/{message}", 200)), 3);
+    assert.equal(m.value("http_server_requests_total", http("POST", "/api/v1/echo", 200)), 1);
+    assert.equal(m.value("http_server_requests_total", http("GET", "unmatched", 404)), 2);
+    assert.equal(m.value("http_server_requests_total", http("GET", "unmatched", 405)), 1);
+    assert.doesNotMatch(m.text, /alpha|beta|gamma|thing-/);
+  });
+
+  test("an HTTP stream the client leaves mid-way is counted once, as 499, and Canceled on the gRPC side", async (t) => {
+    const server = await startTestServer([exampleService]);
+    t.after(() => server.close());
+    const controller = new AbortController();
+    const res = await fetch(`${server.httpUrl}/api/v1/countdown/100?intervalMs=50`, { signal: controller.signal });
+    await res.body!.getReader().read();
+    controller.abort();
+    const route = http("GET", "/api/v1/countdown/{from}", 499);
+    let m = await scrape(server.httpUrl);
+    for (let i = 0; i < 50 && !m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Canceled" })); i++) {
+      await sleep(20);
+      m = await scrape(server.httpUrl);
+    }
+    assert.equal(m.value("http_server_requests_total", route), 1);
+    assert.equal(m.value("http_server_request_duration_seconds_count", route), 1);
+    assert.equal(
+      m.find("http_server_requests_total", { route: "/api/v1/countdown/{from}" }).reduce((n, s) => n + s.value, 0),
+      1,
+    );
+    assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Canceled" })), 1);
+  });
+
+  test("DISABLE_PROMETHEUS=true: /metrics is 404 JSON and nothing is measured", async (t) => {
+    const server = await startTestServer([exampleService], { DISABLE_PROMETHEUS: "true" });
+    t.after(() => server.close());
+    const res = await fetch(`${server.httpUrl}/metrics`);
+    assert.equal(res.status, 404);
+    assert.deepEqual(await res.json(), { code: Code.NOT_FOUND, message: "Not Found", details: [] });
+    assert.equal(server.app.metrics, undefined);
+    assert.ok(!server.app.interceptorNames().includes("metrics"));
+    assert.equal((await server.client(ExampleService).echo({ message: "still served" })).message, "still served");
+  });
+});
