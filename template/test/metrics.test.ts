@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
@@ -99,7 +100,7 @@ function post(server: TestServer, path: string, body: unknown): Promise<Response
   return fetch(`${server.httpUrl}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
 }
 
-const PROMTOOL = ["/usr/bin/promtool", "/usr/local/bin/promtool"].find(existsSync);
+const PROMTOOL = [...(process.env.PATH ?? "").split(":"), "/usr/bin"].map((dir) => join(dir, "promtool")).find(existsSync);
 
 /** The real promtool reading the exposition on stdin, as Prometheus' CI lint does. */
 function promtool(text: string): Promise<{ code: number | null; output: string }> {
@@ -221,7 +222,7 @@ describe("/metrics", () => {
     t.after(() => server.close());
     const client = server.client(ExampleService);
     const controller = new AbortController();
-    const stream = client.countdown({ from: 100, intervalMs: 200 }, { signal: controller.signal })[Symbol.asyncIterator]();
+    const stream = client.countdown({ from: 100, intervalMs: 400 }, { signal: controller.signal })[Symbol.asyncIterator]();
     await stream.next();
     await stream.next();
     let m = await scrape(server.httpUrl);
