@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Code } from "../src/framework/index.js";
 import { startTestServer } from "../src/framework/testing/harness.js";
+import { statusOf } from "../src/framework/testing/status.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
 import { exampleService } from "../src/service/example-service.js";
 
@@ -38,26 +39,20 @@ async function receiver() {
   };
 }
 
-async function codeOf(promise: Promise<unknown>): Promise<number> {
-  try {
-    await promise;
-  } catch (err) {
-    return (err as { code: number }).code;
-  }
-  assert.fail("expected the call to fail");
-}
-
 describe("error notification", () => {
   test("server errors (Internal, Unavailable…) are reported with the trace ID and stack; client errors are not", async (t) => {
     const server = await startTestServer([exampleService]);
     t.after(() => server.close());
     const client = server.client(ExampleService);
-    assert.equal(await codeOf(client.fail({ panic: true }, { metadata: { "x-trace-id": "boom-trace" } })), Code.INTERNAL);
+    assert.equal((await statusOf(client.fail({ panic: true }, { metadata: { "x-trace-id": "boom-trace" } }))).code, Code.INTERNAL);
     assert.equal(
-      await codeOf(client.fail({ code: Code.UNAVAILABLE, message: "down" }, { metadata: { "x-trace-id": "down-trace" } })),
+      (await statusOf(client.fail({ code: Code.UNAVAILABLE, message: "down" }, { metadata: { "x-trace-id": "down-trace" } }))).code,
       Code.UNAVAILABLE,
     );
-    assert.equal(await codeOf(client.fail({ code: Code.NOT_FOUND }, { metadata: { "x-trace-id": "client-trace" } })), Code.NOT_FOUND);
+    assert.equal(
+      (await statusOf(client.fail({ code: Code.NOT_FOUND }, { metadata: { "x-trace-id": "client-trace" } }))).code,
+      Code.NOT_FOUND,
+    );
     await client.echo({ message: "flush" }); // reports go out on the next turn of the event loop
     await new Promise((resolve) => setImmediate(resolve));
     const reports = server.logs.filter((l) => l.msg === "server error reported");
@@ -73,7 +68,7 @@ describe("error notification", () => {
     t.after(() => sentry.close());
     const server = await startTestServer([exampleService], { SENTRY_DSN: `http://publickey@127.0.0.1:${sentry.port}/42` });
     t.after(() => server.close());
-    await codeOf(server.client(ExampleService).fail({ panic: true }, { metadata: { "x-trace-id": "sentry-trace" } }));
+    (await statusOf(server.client(ExampleService).fail({ panic: true }, { metadata: { "x-trace-id": "sentry-trace" } }))).code;
     const envelope = await sentry.waitFor((b) => b.url.startsWith("/api/42/envelope/"));
     const text = envelope.body.toString();
     assert.match(text, /panic requested by Fail/);
