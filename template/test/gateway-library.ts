@@ -22,7 +22,9 @@ export function createLibrary() {
   const seen: Seen[] = [];
   const record = (method: string, schema: DescMessage, request: Message, metadata: Metadata) => {
     const md: Record<string, string> = {};
-    for (const [k, v] of Object.entries(metadata.getMap())) if (!TRANSPORT.has(k) && typeof v === "string") md[k] = v;
+    for (const [k, v] of Object.entries(metadata.getMap())) {
+      if (!TRANSPORT.has(k)) md[k] = typeof v === "string" ? v : `base64:${v.toString("base64")}`;
+    }
     seen.push({ method, request: toJson(schema, request), metadata: md });
   };
 

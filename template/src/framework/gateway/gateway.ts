@@ -118,8 +118,8 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const trailers = te !== undefined && TE_TRAILERS.test(te);
     const { result } = call;
     if ("error" in result) return sendError(reply, result.error, call, trailers, traceHeader);
-    const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
     if ("message" in result) {
+      const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
       if (header) reply.headers(header);
       if (trailers) addTrailers(reply, call.trailer, traceHeader);
       return reply.type("application/json").send(responseJson(route, result.message));
@@ -128,7 +128,6 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       route,
       call,
       reply,
-      header,
       marshaler: marshalers.select(headerText(req.headers.accept)),
       trailers,
       traceHeader,
@@ -174,7 +173,6 @@ interface StreamReply {
   readonly route: GatewayRoute;
   readonly call: GatewayCall;
   readonly reply: FastifyReply;
-  readonly header: Record<string, string | string[]> | undefined;
   readonly marshaler: StreamMarshaler;
   readonly trailers: boolean;
   readonly traceHeader: string;
@@ -182,10 +180,14 @@ interface StreamReply {
   started: boolean;
 }
 
-/** Sends the 200 and the headers: fastify's (set by hooks), the call's metadata, then the marshaler's. */
+/**
+ * Sends the 200 and the headers: fastify's (set by hooks), the call's header metadata (complete by
+ * the first message: a stream handler only runs once pulled), then the marshaler's.
+ */
 function start(s: StreamReply): void {
   s.reply.hijack();
-  s.reply.raw.writeHead(200, { ...(s.reply.getHeaders() as OutgoingHttpHeaders), ...s.header, ...s.marshaler.headers });
+  const header = headersFromMetadata(s.call.header, METADATA_PREFIX, s.traceHeader);
+  s.reply.raw.writeHead(200, { ...(s.reply.getHeaders() as OutgoingHttpHeaders), ...header, ...s.marshaler.headers });
   s.started = true;
 }
 
