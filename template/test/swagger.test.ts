@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { chromium } from "playwright-core";
+import { readPackageJson } from "../src/framework/health/build-info.js";
 import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
 import { exampleService } from "../src/service/example-service.js";
 
@@ -58,7 +59,7 @@ describe("Swagger on the HTTP port", () => {
     await SwaggerParser.validate(structuredClone(doc) as never);
 
     assert.equal(doc.swagger, "2.0");
-    assert.deepEqual((doc.info as { title: string }).title, "example");
+    assert.deepEqual((doc.info as { title: string }).title, readPackageJson().name);
     assert.deepEqual(doc.paths["/api/v1/echo"]!.post!.parameters, [
       { name: "body", in: "body", required: true, schema: { $ref: "#/definitions/example.v1.EchoRequest" } },
     ]);
@@ -92,7 +93,7 @@ describe("Swagger on the HTTP port", () => {
     assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
     assert.match(page.headers.get("content-security-policy") ?? "", /script-src 'self'/);
     const html = await page.text();
-    assert.match(html, /<title>example API · Swagger UI<\/title>/);
+    assert.ok(html.includes(`<title>${readPackageJson().name} API · Swagger UI</title>`));
     assert.match(html, /swagger-ui-bundle\.js/);
     assert.doesNotMatch(html, /https?:\/\//, "no external resources");
 
