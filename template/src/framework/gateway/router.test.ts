@@ -123,6 +123,28 @@ describe("Router", () => {
     assert.equal(found(router.match("POST", "/v1/books/special")).route, "post-any");
   });
 
+  test("HEAD is served by the GET route unless a HEAD route exists", () => {
+    const router = routerWith([
+      ["GET", "/v1/books/{id}", "get"],
+      ["GET", "/v1/shelves/{id}", "get-shelf"],
+      ["HEAD", "/v1/shelves/{id}", "head-shelf"],
+      ["POST", "/v1/notes", "post"],
+    ]);
+    assert.equal(found(router.match("HEAD", "/v1/books/1")).route, "get");
+    assert.equal(found(router.match("HEAD", "/v1/shelves/1")).route, "head-shelf");
+    assert.deepEqual(router.match("HEAD", "/v1/notes"), { kind: "method-not-allowed", allow: ["POST"] });
+  });
+
+  test("a verb and a literal colon: the verb's route first, then the colon as data", () => {
+    const router = routerWith([
+      ["POST", "/v1/{name=books/*}:publish", "publish"],
+      ["GET", "/v1/{name=books/*}", "get"],
+    ]);
+    assert.deepEqual(found(router.match("POST", "/v1/books/a:publish")), { route: "publish", segments: ["v1", "books", "a"] });
+    assert.deepEqual(found(router.match("GET", "/v1/books/a:publish")), { route: "get", segments: ["v1", "books", "a:publish"] });
+    assert.deepEqual(router.match("PUT", "/v1/books/a:publish"), { kind: "method-not-allowed", allow: ["GET", "POST"] });
+  });
+
   test("an unknown path is not-found", () => {
     const router = routerWith([["GET", "/v1/books", "list"]]);
     assert.deepEqual(router.match("GET", "/v2/books"), { kind: "not-found" });
