@@ -10,7 +10,7 @@ DIR ?= ./demo
 UNIT_TESTS = $(shell find test -name '*.test.ts' -not -path 'test/e2e/*' | sort)
 E2E_TESTS = $(shell find test/e2e -name '*.test.ts' 2>/dev/null | sort)
 
-.PHONY: help test test-template test-unit test-e2e demo lint build protos
+.PHONY: help test test-template test-unit test-e2e demo lint build protos bench
 
 help: ## List the targets
 	@echo "Usage: make <target>"
@@ -26,6 +26,9 @@ test-unit: build protos ## The scaffolder's tests (test/, without test/e2e)
 
 test-e2e: build protos template/node_modules/.package-lock.json ## Pack, scaffold with npm exec, run make test in the generated repos
 	node --import tsx --test $(E2E_TESTS)
+
+bench: protos template/node_modules/.package-lock.json ## The template's load benchmarks, in place (cd template && make bench); see BENCHMARKS.md
+	$(MAKE) -C template bench
 
 demo: build protos ## Scaffold a service with default options into DIR (./demo), install it and start it
 	@# No git repository: the demo lives inside this one and is regenerated in place with --force.

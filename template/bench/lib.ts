@@ -1,0 +1,508 @@
+// The bench's building blocks: processes (tracked, pinned, always reaped), the servers under test, the
+// load generators and their parsing. Used by run.ts (`make bench`) and profile.ts.
+
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Client, credentials, Metadata } from "@grpc/grpc-js";
+import { EchoRequestSchema, EchoResponseSchema } from "../src/gen/example/v1/example_pb.js";
+
+export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const num = (name: string, fallback: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+export const SECONDS = num("BENCH_SECONDS", 6);
+export const RUNS = Math.max(1, Math.round(num("BENCH_RUNS", 3)));
+export const WARMUP = num("BENCH_WARMUP", 3);
+export const SSE_CLIENTS = Math.round(num("BENCH_SSE_CLIENTS", 1000));
+export const SSE_SECONDS = num("BENCH_SSE_SECONDS", 10);
+export const SSE_INTERVAL_MS = 100;
+export const STARTUP_RUNS = 5;
+// h2load: 16 connections × 8 concurrent streams; wrk: 64 keep-alive connections. One load thread each.
+export const H2_CLIENTS = 16;
+export const H2_STREAMS = 8;
+export const WRK_CONNECTIONS = 64;
+
+export const MESSAGE = "The quick brown fox jumps over the lazy dog";
+export const HTTP_BODY = JSON.stringify({ message: MESSAGE });
+export const ECHO_PATH = "/example.v1.ExampleService/Echo";
+export const tmp = mkdtempSync(path.join(os.tmpdir(), "bench-"));
+
+// ---------------------------------------------------------------------------------------------------
+// Processes: every child is tracked, and killed and reaped whatever way this script ends.
+
+export const children = new Set<ChildProcess>();
+
+export function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is reaped. */
+export function stop(child: ChildProcess, graceMs = 2000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...children].map((c) => stop(c)));
+}
+
+/** Stops every process still running and removes the temporary files; call once at the end. */
+export async function cleanup(): Promise<void> {
+  await stopAll();
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+export const leftovers = () => children.size;
+
+let interrupted = false;
+export const isInterrupted = () => interrupted;
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write(`\n${signal}: stopping every server started by the bench…\n`);
+    for (const c of children) c.kill("SIGKILL");
+    stopAll().finally(() => {
+      rmSync(tmp, { recursive: true, force: true });
+      process.exit(130);
+    });
+  });
+}
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL"); // last resort; normally none is left
+});
+
+// ---------------------------------------------------------------------------------------------------
+// The machine, and pinning.
+
+export function firstLine(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: "utf8" });
+  if (r.error) return "not found";
+  return `${r.stdout}${r.stderr}`.split("\n")[0]!.trim();
+}
+
+export function pkgVersion(name: string): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+  } catch {
+    return "?";
+  }
+}
+
+/** Pins this process (and so the load generators it starts) to CPU 1; servers are started on CPU 0. */
+export const CPUS = os.availableParallelism(); // before pinning narrows it to one
+
+/** Pins this process (and so the load generators it starts) to CPU 1; servers are started on CPU 0. */
+export function pin(): string {
+  const r = tryPin();
+  pinned = r.server;
+  return r.note;
+}
+
+function tryPin(): { server: string[]; note: string } {
+  const cpus = CPUS;
+  if (cpus < 2) return { server: [], note: `not applied: ${cpus} CPU` };
+  const r = spawnSync("taskset", ["-a", "-p", "-c", "1", String(process.pid)], { encoding: "utf8" });
+  if (r.error || r.status !== 0) return { server: [], note: `not applied: taskset failed (${r.error?.message ?? r.stderr.trim()})` };
+  const check = spawnSync("taskset", ["-c", "0", "true"]);
+  if (check.status !== 0) return { server: [], note: "not applied: taskset -c 0 refused" };
+  return { server: ["taskset", "-c", "0"], note: "applied: servers on CPU 0; this script and the load generators on CPU 1" };
+}
+
+export const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+
+export function machine(pinning: string): string[] {
+  const commit = firstLine("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
+  const dirty = spawnSync("git", ["-C", ROOT, "status", "--porcelain", "--", "src"], { encoding: "utf8" }).stdout?.trim()
+    ? " (src modified)"
+    : "";
+  const ulimit = firstLine("sh", ["-c", "ulimit -n"]);
+  return [
+    `cpu:      ${os.cpus()[0]?.model ?? "?"}, ${CPUS} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()} ${os.arch()}`,
+    `pinning:  ${pinning}`,
+    `node:     ${process.version}; @grpc/grpc-js ${pkgVersion("@grpc/grpc-js")}, fastify ${pkgVersion("fastify")}, @bufbuild/protobuf ${pkgVersion("@bufbuild/protobuf")}, @connectrpc/connect-node ${pkgVersion("@connectrpc/connect-node")}`,
+    `tools:    ${firstLine("h2load", ["--version"])}; ${firstLine("wrk", ["-v"])}; ulimit -n ${ulimit}`,
+    `commit:   ${commit}${dirty}`,
+    `runs:     median of ${RUNS} interleaved runs of ${SECONDS} s after ${WARMUP} s warm-up per server`,
+    `load:     load average ${loadavg()} at the start (other processes on the machine skew every figure)`,
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Servers.
+
+export interface Counts {
+  ok: number;
+  errors: number;
+}
+
+export interface Server {
+  name: string;
+  child: ChildProcess;
+  /** The port the load goes to. */
+  port: number;
+  /** Calls answered OK and not, as the server counted them (gRPC status is invisible to h2load). */
+  counts(): Promise<Counts | undefined>;
+  /** For the service: what its `ready` log line said. */
+  ready?: Record<string, unknown>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A plain environment, so nothing from the caller's shell (LOG_LEVEL, .env exports…) changes a server. */
+export function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const k of ["PATH", "HOME", "LANG", "TMPDIR"]) if (process.env[k] !== undefined) env[k] = process.env[k];
+  return { ...env, ...extra };
+}
+
+let pinned: string[] = [];
+export let logSeq = 0;
+
+export function launch(name: string, args: string[], env: Record<string, string>, ipc: boolean): { child: ChildProcess; log: string } {
+  const log = path.join(tmp, `${++logSeq}-${name.replace(/[^a-z0-9]+/gi, "-")}.log`);
+  const fd = openSync(log, "w");
+  const [cmd, ...rest] = [...pinned, process.execPath, ...args];
+  const child = track(
+    spawn(cmd!, rest, { cwd: ROOT, env: baseEnv(env), stdio: ["ignore", fd, fd, ...(ipc ? (["ipc"] as const) : [])], detached: true }),
+  );
+  closeSync(fd);
+  return { child, log };
+}
+
+/** Rejects if the process exits before it is stopped (for a race against its start-up). */
+export function exited(child: ChildProcess, log: string): Promise<never> {
+  const p = new Promise<never>((_, reject) => {
+    child.once("exit", (code, signal) => {
+      if (!interrupted) reject(new Error(`exited early (${signal ?? code}); its output:\n${readFileSync(log, "utf8").slice(-3000)}`));
+    });
+  });
+  p.catch(() => {}); // once the race is over, a later exit is the normal stop
+  return p;
+}
+
+/** A bare reference server or the peer (bench/servers/*.ts): ready when it says it listens over IPC. */
+export async function startBench(name: string, script: string, ...args: string[]): Promise<Server> {
+  const port = await freePort();
+  const { child, log } = launch(name, ["--import", "tsx", path.join("bench", "servers", script), ...args], { PORT: String(port) }, true);
+  const listening = new Promise<void>((resolve) => child.on("message", (m: { listening?: number }) => m.listening && resolve()));
+  await Promise.race([listening, exited(child, log), timeout(30_000, `${name} did not start`)]);
+  const counts = () =>
+    new Promise<Counts>((resolve) => {
+      const onMessage = (m: { counts?: Counts }) => {
+        if (!m.counts) return;
+        child.off("message", onMessage);
+        resolve(m.counts);
+      };
+      child.on("message", onMessage);
+      child.send("counts");
+    });
+  return { name, child, port, counts };
+}
+
+/** The compiled service (dist/main.js) with its default configuration, logs to a file. */
+export async function startService(name: string, extra: Record<string, string> = {}): Promise<Server & { httpPort: number }> {
+  const [grpcPort, httpPort] = [await freePort(), await freePort()];
+  const env = { GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0", ...extra };
+  const { child, log } = launch(name, ["dist/main.js"], env, false);
+  await Promise.race([waitReady(httpPort), exited(child, log), timeout(30_000, `${name} did not get ready`)]);
+  const ready = await readyLine(log);
+  // Undefined when DISABLE_PROMETHEUS (only bench/ablation.ts turns it off).
+  const counts = async (): Promise<Counts | undefined> => {
+    const text = await httpGet(httpPort, "/metrics").catch(() => undefined);
+    if (text === undefined) return undefined;
+    const c = { ok: 0, errors: 0 };
+    for (const line of text.split("\n")) {
+      if (!line.startsWith("grpc_server_handled_total{") || !line.includes('grpc_method="Echo"')) continue;
+      const n = Number(line.slice(line.lastIndexOf(" ") + 1));
+      if (line.includes('grpc_code="OK"')) c.ok += n;
+      else c.errors += n;
+    }
+    return c;
+  };
+  return { name, child, port: grpcPort, httpPort, counts, ready };
+}
+
+export async function readyLine(log: string): Promise<Record<string, unknown> | undefined> {
+  for (let i = 0; i < 100; i++) {
+    for (const line of readFileSync(log, "utf8").split("\n")) {
+      if (line.includes('"msg":"ready"')) return JSON.parse(line) as Record<string, unknown>;
+    }
+    await sleep(10);
+  }
+  return undefined;
+}
+
+export function timeout(ms: number, message: string): Promise<never> {
+  const p = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(message)), ms).unref());
+  p.catch(() => {}); // observed through a race only
+  return p;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function httpGet(port: number, urlPath: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port, path: urlPath, agent: false }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (body += c));
+        res.on("end", () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`GET ${urlPath}: ${res.statusCode}`))));
+      })
+      .on("error", reject);
+  });
+}
+
+/** One GET /readycheck; resolves to its status, or 0 when the port does not answer yet. */
+export function probe(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: "127.0.0.1", port, path: "/readycheck", agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+  });
+}
+
+/** Polls /readycheck back to back (no sleep) until it answers 200. */
+export async function waitReady(port: number): Promise<void> {
+  while ((await probe(port)) !== 200) {
+    if (interrupted) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// One real request to each server before loading it: the payload is right and the answer is the echo.
+
+export async function checkGrpc(s: Server): Promise<void> {
+  const client = new Client(`127.0.0.1:${s.port}`, credentials.createInsecure());
+  try {
+    const reply = await new Promise<unknown>((resolve, reject) =>
+      client.makeUnaryRequest(
+        ECHO_PATH,
+        (m: Uint8Array) => Buffer.from(m),
+        (b: Buffer) => fromBinary(EchoResponseSchema, b),
+        toBinary(EchoRequestSchema, create(EchoRequestSchema, { message: MESSAGE })),
+        new Metadata(),
+        (err, value) => (err ? reject(err) : resolve(value)),
+      ),
+    );
+    const r = reply as { message: string; traceId: string; receivedAt?: unknown };
+    if (r.message !== MESSAGE || !r.traceId || !r.receivedAt) throw new Error(`${s.name}: unexpected Echo reply ${JSON.stringify(r)}`);
+  } finally {
+    client.close();
+  }
+}
+
+export async function checkHttp(s: Server, urlPath: string): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${s.port}${urlPath}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: HTTP_BODY,
+  });
+  const body = (await res.json()) as { message?: string; traceId?: string; receivedAt?: string };
+  if (res.status !== 200 || body.message !== MESSAGE || !body.traceId || !body.receivedAt) {
+    throw new Error(`${s.name}: POST ${urlPath} answered ${res.status} ${JSON.stringify(body)}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load generators.
+
+export interface Run {
+  rps: number;
+  /** Latency percentiles in ms. */
+  p50: number;
+  p99: number;
+  requests: number;
+  errors: number;
+  /** The server's CPU time (user + system) per request, in µs: unlike req/s, barely moved by other load on the machine. */
+  cpuUs: number;
+}
+
+const CLK_TCK = Number(firstLine("getconf", ["CLK_TCK"])) || 100;
+
+/** CPU time a process used so far, in µs (Linux /proc; NaN elsewhere). */
+export function cpuTime(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK; // utime, stime
+  } catch {
+    return Number.NaN;
+  }
+}
+
+export function run(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = track(spawn(cmd, args, { env: env ?? process.env, stdio: ["ignore", "pipe", "pipe"] }));
+    let out = "";
+    child.stdout!.on("data", (c: Buffer) => (out += c));
+    child.stderr!.on("data", (c: Buffer) => (out += c));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}:\n${out.slice(-2000)}`))));
+  });
+}
+
+export const GRPC_BODY = path.join(tmp, "echo.grpc");
+{
+  // The gRPC frame h2load posts: flag 0 (uncompressed), uint32 big-endian length, the EchoRequest.
+  const message = toBinary(EchoRequestSchema, create(EchoRequestSchema, { message: MESSAGE }));
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  writeFileSync(GRPC_BODY, frame);
+}
+
+export function h2loadArgs(port: number): string[] {
+  return [
+    ...["-c", String(H2_CLIENTS), "-m", String(H2_STREAMS), "-t", "1", "-d", GRPC_BODY],
+    ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
+    `http://127.0.0.1:${port}${ECHO_PATH}`,
+  ];
+}
+
+/** "finished in 6.00s, 12345.67 req/s" (h2load prints ms below one second). */
+export function h2loadRate(out: string): number {
+  const m = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(out);
+  if (!m) throw new Error(`h2load output not understood:\n${out}`);
+  return Number(m[1]);
+}
+
+/**
+ * h2load for `seconds`. h2load sees only the HTTP status, never grpc-status, so the server's own count
+ * of OK calls is read before and after: a call h2load counted as succeeded that the server did not
+ * answer OK is an error (the server may count a few more OK calls than h2load: those in flight when it
+ * stopped). Latencies come from h2load's per-request log.
+ */
+export async function h2load(s: Server, seconds: number): Promise<Run> {
+  const logFile = path.join(tmp, "h2load.log");
+  const before = await s.counts();
+  const cpu = cpuTime(s.child.pid);
+  const out = await run("h2load", ["-D", String(seconds), "--log-file", logFile, ...h2loadArgs(s.port)]);
+  const cpuUsed = cpuTime(s.child.pid) - cpu;
+  const after = await s.counts();
+  const rps = h2loadRate(out);
+  const m = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(out);
+  if (!m) throw new Error(`h2load output not understood:\n${out}`);
+  const [, , done, succeeded, failed, errored, timedOut] = m.slice(1).map(Number) as number[];
+  const grpcErrors = before && after ? after.errors - before.errors + Math.max(0, succeeded! - (after.ok - before.ok)) : 0;
+  const durations = readFileSync(logFile, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => Number(line.split("\t")[2]) / 1000);
+  rmSync(logFile, { force: true });
+  return { rps, ...percentiles(durations), requests: done!, errors: failed! + errored! + timedOut! + grpcErrors, cpuUs: cpuUsed / done! };
+}
+
+export function percentiles(values: number[]): { p50: number; p99: number } {
+  const sorted = Float64Array.from(values).sort();
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  return { p50: at(0.5), p99: at(0.99) };
+}
+
+export function wrkArgs(port: number, urlPath: string, seconds: number): string[] {
+  return [
+    ...["-t", "1", "-c", String(WRK_CONNECTIONS), "-d", `${seconds}s`, "--timeout", "5s"],
+    ...["-s", path.join(ROOT, "bench", "post.lua"), `http://127.0.0.1:${port}${urlPath}`],
+  ];
+}
+
+export async function wrk(s: Server, urlPath: string, seconds: number): Promise<Run> {
+  const cpu = cpuTime(s.child.pid);
+  const out = await run("wrk", wrkArgs(s.port, urlPath, seconds), { ...process.env, BENCH_BODY: HTTP_BODY });
+  const cpuUsed = cpuTime(s.child.pid) - cpu;
+  const line = out.split("\n").find((l) => l.startsWith("BENCH "));
+  if (!line) throw new Error(`wrk output not understood:\n${out}`);
+  const r = JSON.parse(line.slice(6)) as Record<string, number>;
+  return {
+    rps: r.requests! / (r.duration_us! / 1e6),
+    p50: r.p50_us! / 1000,
+    p99: r.p99_us! / 1000,
+    requests: r.requests!,
+    errors: r.connect! + r.read! + r.write! + r.status! + r.timeout!,
+    cpuUs: cpuUsed / r.requests!,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Measuring a group of servers: check, warm up, then interleaved rounds; medians per server.
+
+export interface Measured {
+  server: Server;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** Median server CPU µs per request. */
+  cpuUs: number;
+  runs: Run[];
+}
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+export async function measure(servers: Server[], load: (s: Server, seconds: number) => Promise<Run>) {
+  for (const s of servers) {
+    progress(`warming up ${s.name}`);
+    await load(s, WARMUP);
+  }
+  const runs = new Map<Server, Run[]>(servers.map((s) => [s, []]));
+  for (let round = 1; round <= RUNS; round++) {
+    for (const s of servers) {
+      progress(`run ${round}/${RUNS}: ${s.name}`);
+      runs.get(s)!.push(await load(s, SECONDS));
+    }
+  }
+  const results = new Map<Server, Measured>();
+  for (const s of servers) {
+    const rs = runs.get(s)!;
+    results.set(s, {
+      server: s,
+      rps: median(rs.map((r) => r.rps)),
+      p50: median(rs.map((r) => r.p50)),
+      p99: median(rs.map((r) => r.p99)),
+      cpuUs: median(rs.map((r) => r.cpuUs)),
+      errors: rs.reduce((a, r) => a + r.errors, 0),
+      runs: rs,
+    });
+  }
+  return results;
+}
+
+export function progress(text: string): void {
+  process.stderr.write(`  · ${text}\n`);
+}

@@ -1,0 +1,301 @@
+// `make bench`: the service side by side with its references, in one run on this machine.
+//
+// Every server is its own process, pinned to CPU 0 when the machine has two CPUs or more; this script
+// and the load generators (h2load, wrk, the SSE client) run on CPU 1. Each group's servers are started
+// together, each is checked with one real request and warmed up, then measured in interleaved rounds
+// (A, B, C, A, B, C, …) so that a drift of the machine hits every server alike; each figure is the
+// median of the rounds. Every process started here is killed and reaped at the end, on Ctrl-C too.
+//
+// Tunables (environment): BENCH_SECONDS (per run, 6), BENCH_RUNS (3), BENCH_WARMUP (seconds, 3),
+// BENCH_SSE_CLIENTS (1000), BENCH_SSE_SECONDS (10), BENCH_ONLY (some of grpc,http,sse,startup),
+// BENCH_JSON (write the results there as JSON).
+
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import {
+  checkGrpc,
+  checkHttp,
+  cleanup,
+  ECHO_PATH,
+  exited,
+  freePort,
+  GRPC_BODY,
+  HTTP_BODY,
+  h2load,
+  h2loadArgs,
+  isInterrupted,
+  launch,
+  leftovers,
+  loadavg,
+  type Measured,
+  machine,
+  measure,
+  median,
+  pin,
+  progress,
+  ROOT,
+  readyLine,
+  run,
+  type Server,
+  SSE_CLIENTS,
+  SSE_INTERVAL_MS,
+  SSE_SECONDS,
+  STARTUP_RUNS,
+  sleep,
+  startBench,
+  startService,
+  stop,
+  timeout,
+  waitReady,
+  wrk,
+  wrkArgs,
+} from "./lib.js";
+
+// ---------------------------------------------------------------------------------------------------
+// The table.
+
+interface Row {
+  name: string;
+  rps?: string;
+  p50?: string;
+  p99?: string;
+  cpu?: string;
+  errors?: string;
+  ratio?: string;
+  target?: string;
+  result?: string;
+}
+
+const rows: Row[] = [];
+const notes: string[] = [];
+const fmtRps = (n: number) => Math.round(n).toLocaleString("en-US");
+const fmtMs = (n: number) => (n < 10 ? n.toFixed(2) : n.toFixed(1));
+
+function section(title: string): void {
+  rows.push({ name: title });
+}
+
+function measuredRow(name: string, m: Measured, ref?: { m: Measured; target: number }): void {
+  const ratio = ref ? m.rps / ref.m.rps : undefined;
+  rows.push({
+    name: `  ${name}`,
+    rps: fmtRps(m.rps),
+    p50: fmtMs(m.p50),
+    p99: fmtMs(m.p99),
+    cpu: Number.isNaN(m.cpuUs) ? "?" : Math.round(m.cpuUs).toString(),
+    errors: String(m.errors),
+    ratio: ratio === undefined ? "ref" : `${ratio.toFixed(2)}×`,
+    target: ref ? `≥ ${ref.target.toFixed(2)}×` : "",
+    result: ref ? (ratio! >= ref.target && m.errors === 0 ? "PASS" : "FAIL") : "",
+  });
+}
+
+function printTable(): string {
+  const head: Row = {
+    name: "name",
+    rps: "req/s",
+    p50: "p50 ms",
+    p99: "p99 ms",
+    cpu: "cpu µs/req",
+    errors: "errors",
+    ratio: "ratio",
+    target: "target",
+    result: "result",
+  };
+  const keys = ["name", "rps", "p50", "p99", "cpu", "errors", "ratio", "target", "result"] as const;
+  const all = [head, ...rows];
+  const width = Object.fromEntries(
+    keys.map((k) => [k, Math.max(...all.filter((r) => r.rps !== undefined || r === head).map((r) => (r[k] ?? "").length))]),
+  );
+  const line = (r: Row) =>
+    r.rps === undefined && r !== head
+      ? r.name
+      : keys.map((k, i) => (i === 0 ? (r[k] ?? "").padEnd(width[k]!) : (r[k] ?? "").padStart(width[k]!))).join("  ");
+  return [line(head), ...rows.map(line)].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The benchmarks.
+
+async function grpcGroup(): Promise<void> {
+  const bare = await startBench("bare @grpc/grpc-js", "grpc-js.ts");
+  const ours = await startService("ours: full default chain");
+  const peer = await startBench("@connectrpc/connect-node", "connect.ts", "grpc");
+  const servers = [bare, ours, peer];
+  for (const s of servers) await checkGrpc(s);
+  const results = await measure(servers, h2load);
+  const [b, o, p] = servers.map((s) => results.get(s)!) as [Measured, Measured, Measured];
+  section(`gRPC unary Echo — h2load ${h2loadArgs(0).slice(0, 6).join(" ")}, ${fileSize(GRPC_BODY)}-byte gRPC frame`);
+  measuredRow("bare @grpc/grpc-js, same handler (reference)", b);
+  measuredRow("ours, full default chain ÷ bare grpc-js", o, { m: b, target: 0.8 });
+  measuredRow("@connectrpc/connect-node (peer)", p);
+  measuredRow("ours, full default chain ÷ connect-node", o, { m: p, target: 1.0 });
+  await Promise.all(servers.map((s) => stop(s.child)));
+}
+
+async function httpGroup(): Promise<void> {
+  const bare = await startBench("bare fastify", "fastify.ts");
+  const modes = ["in-process", "unix", "tcp"] as const;
+  const ours = [];
+  for (const mode of modes) ours.push(await startService(`ours: gateway ${mode}`, { GATEWAY_MODE: mode }));
+  const peerServer = await startBench("@connectrpc/connect-node Connect JSON", "connect.ts", "json");
+  const gateway = (s: Server) => ({ ...s, port: (s as Server & { httpPort: number }).httpPort });
+  const targets = [bare, ...ours.map(gateway)];
+  for (const s of targets) await checkHttp(s, "/api/v1/echo");
+  await checkHttp(peerServer, ECHO_PATH);
+  // The peer's path differs; it joins the same interleaved rounds.
+  const peer = peerServer;
+  const pathOf = (s: Server) => (s === peer ? ECHO_PATH : "/api/v1/echo");
+  const results = await measure([...targets, peer], (s, seconds) => wrk(s, pathOf(s), seconds));
+  const b = results.get(bare)!;
+  section(`HTTP JSON unary POST /api/v1/echo — wrk ${wrkArgs(0, "", 0).slice(0, 4).join(" ")}, ${HTTP_BODY.length}-byte body`);
+  measuredRow("bare fastify route, same JSON (reference)", b);
+  const targetsByMode: Record<string, number | undefined> = { "in-process": 0.6, tcp: 0.35 };
+  let best: Measured | undefined;
+  let bestMode = "";
+  for (const [i, mode] of modes.entries()) {
+    const m = results.get(targets[i + 1]!)!;
+    const actual = String(m.server.ready?.gatewayMode ?? "?");
+    const target = targetsByMode[mode];
+    const name = `ours, gateway ${mode}${actual === mode ? "" : ` (ran as ${actual})`} ÷ fastify`;
+    if (target === undefined) {
+      measuredRow(name, m, { m: b, target: 0 });
+      rows.at(-1)!.target = "—";
+      rows.at(-1)!.result = m.errors === 0 ? "" : "FAIL";
+    } else measuredRow(name, m, { m: b, target });
+    if (!best || m.rps > best.rps) [best, bestMode] = [m, mode];
+  }
+  const p = results.get(peer)!;
+  section(`Connect JSON unary POST ${ECHO_PATH} (application/json) — same wrk settings`);
+  measuredRow("@connectrpc/connect-node, Connect protocol JSON (peer)", p);
+  measuredRow(`ours, best gateway mode (${bestMode}) ÷ connect-node JSON`, best!, { m: p, target: 1.0 });
+  await Promise.all([...ours, bare, peerServer].map((s) => stop(s.child)));
+}
+
+function fileSize(file: string): number {
+  return readFileSync(file).length;
+}
+
+async function sseGroup(): Promise<void> {
+  const ours = await startService("ours: default configuration (SSE)");
+  const urlPath = `/api/v1/countdown/1000?interval_ms=${SSE_INTERVAL_MS}`;
+  progress(`SSE: ${SSE_CLIENTS} clients on ${urlPath} for ${SSE_SECONDS} s`);
+  const out = await run(process.execPath, [
+    "--import",
+    "tsx",
+    path.join(ROOT, "bench", "sse-client.ts"),
+    `http://127.0.0.1:${ours.httpPort}${urlPath}`,
+    String(SSE_CLIENTS),
+    String(SSE_SECONDS),
+  ]);
+  const r = JSON.parse(out.trim().split("\n").at(-1)!) as {
+    connected: number;
+    connectMs: number;
+    perSecond: number;
+    errors: number;
+    errorKinds: Record<string, number>;
+    contentTypes: string[];
+  };
+  const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
+  const sse = r.contentTypes.length === 1 && r.contentTypes[0]!.startsWith("text/event-stream");
+  section(
+    `SSE — ${SSE_CLIENTS} EventSource-style HTTP/1.1 clients on GET ${urlPath}, Accept: text/event-stream, ${SSE_SECONDS} s (gateway ${ours.ready?.gatewayMode})`,
+  );
+  rows.push({
+    name: `  messages/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
+    rps: fmtRps(r.perSecond),
+    p50: "",
+    p99: "",
+    errors: String(r.errors),
+    ratio: `${(r.perSecond / ideal).toFixed(2)}×`,
+    target: "0 errors",
+    result: r.errors === 0 && r.connected === SSE_CLIENTS ? "PASS" : "FAIL",
+  });
+  if (!sse) notes.push(`SSE: the responses were ${r.contentTypes.join(", ")}, not text/event-stream; the stream was measured anyway.`);
+  if (r.errors) notes.push(`SSE errors: ${JSON.stringify(r.errorKinds)}`);
+  await stop(ours.child);
+}
+
+async function startupGroup(): Promise<void> {
+  const times: number[] = [];
+  const rss: number[] = [];
+  const own: number[] = [];
+  for (let i = 1; i <= STARTUP_RUNS; i++) {
+    progress(`start-up ${i}/${STARTUP_RUNS}`);
+    const [grpcPort, httpPort] = [await freePort(), await freePort()];
+    const env = { GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0" };
+    const t0 = performance.now();
+    const { child, log } = launch("ours: start-up", ["dist/main.js"], env, false);
+    await Promise.race([waitReady(httpPort), exited(child, log), timeout(30_000, "the service did not get ready")]);
+    times.push(performance.now() - t0);
+    const ready = await readyLine(log);
+    if (typeof ready?.startup_ms === "number") own.push(ready.startup_ms);
+    await sleep(2000);
+    const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+    rss.push(Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024);
+    await stop(child);
+  }
+  section(`Start-up of the compiled service (node dist/main.js), ${STARTUP_RUNS} runs: median (p50) and worst (p99 column)`);
+  const t = median(times);
+  rows.push({
+    name: "  spawn → first 200 from /readycheck (ms)",
+    rps: "",
+    p50: fmtMs(t),
+    p99: fmtMs(Math.max(...times)),
+    errors: "0",
+    ratio: "",
+    target: "≤ 400 ms",
+    result: t <= 400 ? "PASS" : "FAIL",
+  });
+  const m = median(rss);
+  rows.push({
+    name: "  idle RSS 2 s after ready (MB)",
+    rps: "",
+    p50: m.toFixed(1),
+    p99: Math.max(...rss).toFixed(1),
+    errors: "0",
+    ratio: "",
+    target: "≤ 100 MB",
+    result: m <= 100 ? "PASS" : "FAIL",
+  });
+  if (own.length) notes.push(`start-up: the service's own startup_ms (process start → ready, in its log) median ${median(own)} ms`);
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  for (const [tool, args] of [
+    ["h2load", ["--version"]],
+    ["wrk", ["-v"]],
+  ] as const) {
+    if (spawnSync(tool, args).error) throw new Error(`${tool} is missing: \`make bench\` installs nghttp2-client and wrk with apt-get`);
+  }
+  if (!existsSync(path.join(ROOT, "dist", "main.js"))) throw new Error("dist/main.js is missing: run `npm run build` (make bench does)");
+  const header = machine(pin());
+  process.stderr.write(`${header.join("\n")}\n\n`);
+  const started = performance.now();
+  const only = new Set((process.env.BENCH_ONLY ?? "grpc,http,sse,startup").split(","));
+  if (only.has("grpc")) await grpcGroup();
+  if (only.has("http")) await httpGroup();
+  if (only.has("sse")) await sseGroup();
+  if (only.has("startup")) await startupGroup();
+  notes.push(
+    "Servers log as a user runs them: the service with its defaults (LOG_LEVEL=info, JSON, one response-time line per call), written to a file; the references do not log.",
+    "errors: HTTP non-2xx, socket errors and timeouts seen by the load tool, plus gRPC calls the server did not answer OK (from its own counts).",
+    `Whole bench: ${Math.round((performance.now() - started) / 1000)} s; load average at the end ${loadavg()}.`,
+  );
+  const table = printTable();
+  process.stdout.write(`\n${header.join("\n")}\n\n${table}\n\n${notes.map((n) => `- ${n}`).join("\n")}\n`);
+  if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, `${JSON.stringify({ machine: header, rows, notes }, null, 2)}\n`);
+}
+
+try {
+  await main();
+} catch (err) {
+  if (!isInterrupted()) process.stderr.write(`bench failed: ${(err as Error).stack ?? err}\n`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
+if (leftovers() === 0 && !isInterrupted()) process.exit();
