@@ -39,6 +39,7 @@ declare module "fastify" {
 
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 const METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+const METHOD_NOT_ALLOWED = JSON.stringify({ code: Code.UNIMPLEMENTED, message: "Method Not Allowed", details: [] });
 const TE_TRAILERS = /(?:^|,)\s*trailers\s*(?:[;,]|$)/i;
 /** Where the gateway keeps a request's AbortController on the response, so one shared listener can abort it. */
 const CONTROLLER = Symbol("gateway call controller");
@@ -94,7 +95,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
         return sendHttpError(reply, new GrpcError(Code.INVALID_ARGUMENT, match.reason));
       case "method-not-allowed":
         reply.code(405).header("allow", match.allow.join(", ")).type("application/json");
-        return reply.send(JSON.stringify({ code: Code.UNIMPLEMENTED, message: "Method Not Allowed", details: [] }));
+        return reply.send(METHOD_NOT_ALLOWED);
     }
     const { route, segments } = match;
     req.gatewayRoute = route;
