@@ -18,3 +18,4 @@ export type { LifecycleHooks } from "./lifecycle/hooks.js";
 export { run } from "./lifecycle/run.js";
 export { rootLogger } from "./logging/logger.js";
 export { defineService, type ServerStreamingHandler, type ServiceHandlers, type ServiceImpl, type UnaryHandler } from "./server/service.js";
+export { type BackoffOptions, type EveryOptions, every, type Worker } from "./workers/worker.js";

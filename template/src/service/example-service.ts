@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code, claimsOf, codeName, defineService, GrpcError } from "../framework/index.js";
+import { Code, claimsOf, codeName, defineService, every, GrpcError } from "../framework/index.js";
 import { ExampleService } from "../gen/example/v1/example_pb.js";
 
 /**
@@ -36,6 +36,10 @@ export const exampleService = defineService(ExampleService, {
       return {};
     },
   },
+
+  // Background workers: started once the servers listen, restarted with back-off if they throw, stopped on
+  // shutdown after the drain wait. This one only shows the shape: a debug line every 30 s (± 10 %).
+  workers: [{ name: "heartbeat", run: every(30_000, (_signal, log) => log.debug("heartbeat"), { jitter: 0.1 }) }],
 
   // Auth override: this service alone decides who may call its methods (JWT_SECRET and API_KEYS apply
   // only through `authenticate`). Countdown stays public, since a browser's EventSource cannot send an

@@ -25,6 +25,7 @@ import { bindMethods } from "../server/methods.js";
 import type { ServiceImpl } from "../server/service.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
+import { Workers } from "../workers/supervisor.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
 
 export interface AppOptions {
@@ -65,6 +66,8 @@ export class App {
   #admin: FastifyInstance | undefined;
   #invoker: Invoker | undefined;
   #socket: UnixSocket | undefined;
+  readonly #workers: Workers;
+  #starting: Promise<unknown> | undefined;
   #stopping: Promise<void> | undefined;
 
   constructor(options: AppOptions) {
@@ -83,6 +86,10 @@ export class App {
     );
     this.readiness = new Readiness(this.#services.map((s) => s.desc.typeName));
     this.gateway = new Marshalers({ sse: !this.config.DISABLE_SSE_MARSHALER });
+    this.#workers = new Workers(
+      this.#services.flatMap((s) => s.workers ?? []),
+      { log: this.log, registry: this.metrics?.registry },
+    );
   }
 
   /** Adds interceptors in front of the default chain. Only before `start()` (e.g. from preStart). */
@@ -105,10 +112,20 @@ export class App {
   }
 
   /** Starts everything and reports ready. Rejects (having stopped what it started) if any step fails. */
-  async start(): Promise<Addresses> {
+  start(): Promise<Addresses> {
+    const starting = this.#start();
+    this.#starting ??= starting;
+    return starting;
+  }
+
+  async #start(): Promise<Addresses> {
     const config = this.config;
     this.log.info({ config: configSummary(config) }, "starting");
-    await this.#hooks("preStart", this);
+    try {
+      await this.#hooks("preStart", this);
+    } catch (err) {
+      throw new Error(`preStart: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    }
     this.#tracing = await setupTracing(config.APP_NAME || readPackageJson().name || "service");
 
     const methods = bindMethods(this.#services, this.#chain);
@@ -155,6 +172,7 @@ export class App {
         await listenHttp(this.#admin, config.LISTEN_HOST, config.ADMIN_PORT, "admin");
         adminPort = boundPort(this.#admin, config.ADMIN_PORT);
       }
+      this.#workers.start();
       await this.#hooks("postStart");
       this.readiness.setReady();
       const host = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
@@ -166,35 +184,67 @@ export class App {
         adminUrl: adminPort === undefined ? undefined : `http://${host}:${adminPort}`,
       };
     } catch (err) {
-      await this.#closeServers(AbortSignal.timeout(1000));
+      const cleanup = AbortSignal.timeout(1000);
+      await Promise.race([this.#workers.stop(), abortion(cleanup)]);
+      await this.#closeServers(cleanup);
       throw err;
     }
   }
 
   /**
-   * Graceful shutdown: preStop → readiness fails → drain wait → HTTP then gRPC finish
-   * in-flight calls (cut at the shutdown budget) → stop → postStop. Idempotent.
+   * Graceful shutdown (SPEC §4.6): preStop → readiness fails, failCheck(true) → drain wait →
+   * workers stop → admin closes → HTTP then gRPC finish in-flight calls → stop → postStop.
+   * SHUTDOWN_DURATION_IN_SECONDS bounds the whole of it: calls still running then are cut, and a
+   * hook or worker still busy is no longer awaited. A hook that throws is logged and shutdown goes
+   * on; stop() then rejects once every step has run. Idempotent; during start-up, it waits for it first.
    */
   stop(): Promise<void> {
-    this.#stopping ??= this.#stop();
+    const settled = this.#starting?.then(noop, noop);
+    this.#stopping ??= settled ? settled.then(() => this.#stop()) : this.#stop();
     return this.#stopping;
   }
 
   async #stop(): Promise<void> {
     const config = this.config;
     const budget = AbortSignal.timeout(config.SHUTDOWN_DURATION_IN_SECONDS * 1000);
+    const failures: unknown[] = [];
+    /** One step, awaited until it ends or the budget does; a failure is logged and kept. */
+    const step = async (name: string, work: () => unknown): Promise<void> => {
+      const running = (async () => work())();
+      const outcome = await Promise.race([running.then(() => "done" as const), abortion(budget).then(() => "overran" as const)]).catch(
+        (err: unknown) => err,
+      );
+      if (outcome === "done") return;
+      if (outcome === "overran") {
+        running.catch(() => {});
+        failures.push(new Error(`${name}: still running when the shutdown budget ran out`));
+        this.log.error({ step: name, budgetSeconds: config.SHUTDOWN_DURATION_IN_SECONDS }, `shutdown: ${name} overran the budget`);
+      } else {
+        failures.push(outcome);
+        this.log.error({ err: outcome, step: name }, `shutdown: ${name} failed`);
+      }
+    };
     this.log.info("shutting down");
-    await this.#hooks("preStop");
+    await step("preStop", () => this.#hooks("preStop"));
     this.readiness.fail();
-    await this.#hooks("failCheck", true);
-    await sleep(config.GRPC_GRACEFUL_DURATION_IN_SECONDS * 1000, undefined, { signal: budget }).catch(() => {});
+    await step("failCheck", () => this.#hooks("failCheck", true));
+    await sleep(config.GRPC_GRACEFUL_DURATION_IN_SECONDS * 1000, undefined, { signal: budget }).catch(noop);
+    if (this.#workers.size > 0) {
+      await step("workers", () => this.#workers.stop());
+      const left = this.#workers.running();
+      this.log.info(left.length > 0 ? { stillRunning: left } : {}, "workers stopped");
+    }
     await this.#closeServers(budget);
-    await this.#hooks("stop");
-    await this.#hooks("postStop");
-    // Last: spans and error reports of the final calls still go out.
-    await Promise.allSettled([this.#tracing?.shutdown(), this.#reporter.flush?.(2000)]);
+    if (budget.aborted)
+      this.log.warn({ budgetSeconds: config.SHUTDOWN_DURATION_IN_SECONDS }, "shutdown budget spent: servers force-stopped");
+    await step("stop", () => this.#hooks("stop"));
+    await step("postStop", () => this.#hooks("postStop"));
+    // Last: spans and error reports of the final calls still go out (within what is left of the budget).
+    await Promise.race([Promise.allSettled([this.#tracing?.shutdown(), this.#reporter.flush?.(2000)]), abortion(budget)]);
     this.log.info("stopped");
     flushLogs();
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, "shutdown: several steps failed");
   }
 
   async #closeServers(budget: AbortSignal): Promise<void> {
@@ -232,6 +282,8 @@ function boundPort(server: FastifyInstance, configured: number): number {
   const address = server.server.address();
   return typeof address === "object" && address ? address.port : configured;
 }
+
+function noop(): void {}
 
 function abortion(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -25,6 +25,13 @@ export async function run(services: ServiceImpl[]): Promise<App> {
     }
     signalled = true;
     app.log.info({ signal }, "signal received");
+    // The app bounds every step by the budget; this catches what it cannot (a start-up stuck in preStart).
+    const budgetMs = app.config.SHUTDOWN_DURATION_IN_SECONDS * 1000;
+    setTimeout(() => {
+      app.log.error({ budgetSeconds: app.config.SHUTDOWN_DURATION_IN_SECONDS }, "shutdown did not finish within the budget: exiting now");
+      flushLogs();
+      process.exit(1);
+    }, budgetMs + 1000).unref();
     app.stop().then(
       () => process.exit(0),
       (err: unknown) => {

@@ -2,6 +2,7 @@ import type { DescMethodServerStreaming, DescMethodUnary, DescService, MessageIn
 import type { Authenticate } from "../auth/auth.js";
 import type { CallContext } from "../interceptors/context.js";
 import type { LifecycleHooks } from "../lifecycle/hooks.js";
+import type { Worker } from "../workers/worker.js";
 
 /** A unary handler: a plain (async) function from request to response. */
 export type UnaryHandler<M extends DescMethodUnary> = (
@@ -26,6 +27,11 @@ export type ServiceHandlers<S extends DescService> = {
 
 export interface ServiceOptions<S extends DescService> extends LifecycleHooks {
   handlers: ServiceHandlers<S>;
+  /**
+   * Background functions run beside the handlers: started once the servers listen, restarted with
+   * back-off when they throw, stopped on shutdown after the drain wait. See `every()` for periodic ones.
+   */
+  workers?: readonly Worker[];
   /**
    * Auth override: when present, it alone decides who may call this service's methods, whatever
    * JWT_SECRET and API_KEYS say; the global check runs only if it calls `authenticate(ctx)`, which

@@ -1,0 +1,256 @@
+/**
+ * Start-up and shutdown of the service process in the order of SPEC §4.6: the hooks, the drain
+ * wait, where workers stop, the shutdown budget, a second signal, a failing preStart, ports in
+ * use and settings that look like typos. Each test runs a child process with only the settings
+ * it names (never the developer's shell).
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer, type Server } from "node:net";
+import { createInterface } from "node:readline";
+import { afterEach, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { defineService } from "../src/framework/index.js";
+import { startTestServer } from "../src/framework/testing/harness.js";
+import { ExampleService } from "../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../src/service/example-service.js";
+
+const TEMPLATE_DIR = fileURLToPath(new URL("..", import.meta.url));
+const FIXTURE = "test/fixtures/lifecycle-service.ts";
+const MAIN = "src/main.ts";
+const TIMEOUT = { timeout: 30_000 };
+
+type LogLine = Record<string, unknown>;
+
+interface Child {
+  child: ChildProcess;
+  logs: LogLine[];
+  stderr: () => string;
+  waitForLog: (what: string, match: (line: LogLine) => boolean) => Promise<LogLine>;
+  /** Resolves once the process has exited and its output has ended. */
+  finished: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+}
+
+const running: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const child of running.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exit = once(child, "exit");
+      child.kill("SIGKILL");
+      await exit;
+    }
+  }
+});
+
+function start(entry: string, settings: Record<string, string>): Child {
+  const env: Record<string, string> = {};
+  for (const name of ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"]) if (process.env[name] !== undefined) env[name] = process.env[name]!;
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: TEMPLATE_DIR,
+    env: {
+      ...env,
+      LISTEN_HOST: "127.0.0.1",
+      GRPC_PORT: "0",
+      HTTP_PORT: "0",
+      GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.5",
+      SHUTDOWN_DURATION_IN_SECONDS: "5",
+      ...settings,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.push(child);
+  const logs: LogLine[] = [];
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const waiters: { match: (line: LogLine) => boolean; resolve: (line: LogLine) => void }[] = [];
+  createInterface({ input: child.stdout! }).on("line", (text) => {
+    let line: LogLine;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      return;
+    }
+    logs.push(line);
+    for (const w of [...waiters]) {
+      if (w.match(line)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(line);
+      }
+    }
+  });
+  const exited = once(child, "exit").then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+    at: Date.now(),
+  }));
+  const closed = once(child, "close");
+  const dump = () => `stderr:\n${stderr}\nstdout:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`;
+  return {
+    child,
+    logs,
+    stderr: () => stderr,
+    finished: closed.then(() => exited),
+    waitForLog: (what, match) => {
+      const seen = logs.find(match);
+      if (seen) return Promise.resolve(seen);
+      return new Promise<LogLine>((resolve, reject) => {
+        waiters.push({ match, resolve });
+        closed.then(() => reject(new Error(`exited before logging ${what}; ${dump()}`)));
+      });
+    },
+  };
+}
+
+/** A port that was free a moment ago (the OS picks it). */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, "127.0.0.1");
+  await once(s, "listening");
+  const port = (s.address() as { port: number }).port;
+  s.close();
+  await once(s, "close");
+  return port;
+}
+
+/** Holds a port for the duration of `fn`. */
+async function withBusyPort<T>(fn: (port: number) => Promise<T>): Promise<T> {
+  const blocker: Server = createServer();
+  blocker.listen(0, "127.0.0.1");
+  await once(blocker, "listening");
+  try {
+    return await fn((blocker.address() as { port: number }).port);
+  } finally {
+    blocker.close();
+    await once(blocker, "close");
+  }
+}
+
+/** The `hook` lines and the framework's own milestones, in the order they were logged. */
+function timeline(logs: LogLine[]): string[] {
+  const milestones = new Set(["starting", "ready", "signal received", "shutting down", "workers stopped", "stopped"]);
+  return logs.flatMap((l) => (l.msg === "hook" ? [String(l.hook)] : milestones.has(String(l.msg)) ? [String(l.msg)] : []));
+}
+
+const at = (logs: LogLine[], match: (l: LogLine) => boolean) => Date.parse(String(logs.find(match)?.["@timestamp"]));
+
+describe("start-up and shutdown order", () => {
+  test("hooks, ready, drain wait, workers, servers, stop hooks: exactly in the documented order, exit 0", TIMEOUT, async () => {
+    const [httpPort, adminPort] = [await freePort(), await freePort()];
+    const svc = start(FIXTURE, { HTTP_PORT: String(httpPort), ADMIN_PORT: String(adminPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.6" });
+    await svc.waitForLog("ready", (l) => l.msg === "ready");
+    svc.child.kill("SIGTERM");
+    const { code } = await svc.finished;
+    assert.equal(code, 0, svc.stderr());
+    assert.deepEqual(timeline(svc.logs), [
+      "starting",
+      "preStart",
+      "worker started", // workers start once the servers listen…
+      "postStart", // …before postStart
+      "ready",
+      "signal received",
+      "shutting down",
+      "preStop",
+      "failCheck",
+      "worker aborted", // after the drain wait…
+      "workers stopped",
+      "stop", // …and every server is closed before stop
+      "servers at stop",
+      "postStop",
+      "stopped",
+    ]);
+    const hook = (name: string) => svc.logs.find((l) => l.msg === "hook" && l.hook === name)!;
+    assert.equal(hook("preStart").app, true, "preStart receives the app");
+    assert.equal(hook("failCheck").failing, true);
+    // The workers stop while the admin and HTTP servers still answer; by `stop`, both are closed.
+    assert.deepEqual([hook("worker aborted").http, hook("worker aborted").admin], ["open", "open"]);
+    assert.deepEqual([hook("servers at stop").http, hook("servers at stop").admin], ["ECONNREFUSED", "ECONNREFUSED"]);
+    const drained = at(svc.logs, (l) => l.hook === "worker aborted") - at(svc.logs, (l) => l.hook === "failCheck");
+    assert.ok(drained >= 590, `the workers stopped ${drained} ms after readiness failed; the drain wait is 600 ms`);
+  });
+
+  test("every hook is optional: the plain service starts and stops cleanly", TIMEOUT, async () => {
+    const svc = start(MAIN, {});
+    await svc.waitForLog("ready", (l) => l.msg === "ready");
+    svc.child.kill("SIGINT");
+    const { code } = await svc.finished;
+    assert.equal(code, 0, svc.stderr());
+    assert.ok(svc.logs.some((l) => l.msg === "stopped"));
+    assert.equal(
+      svc.logs.find((l) => l.level === "error" || l.level === "fatal"),
+      undefined,
+    );
+  });
+
+  test("a preStart error aborts start-up: exit 1 with its message, nothing listens, no later hook runs", TIMEOUT, async () => {
+    const svc = start(FIXTURE, { FIXTURE_FAIL_PRE_START: "database unreachable at db:5432" });
+    const { code } = await svc.finished;
+    assert.equal(code, 1);
+    const fatal = svc.logs.find((l) => l.level === "fatal");
+    assert.ok(fatal, `no fatal line; stdout:\n${svc.logs.map((l) => JSON.stringify(l)).join("\n")}`);
+    assert.match(String(fatal.msg), /^start-up failed: preStart: database unreachable at db:5432$/);
+    assert.deepEqual(timeline(svc.logs), ["starting", "preStart"]);
+  });
+
+  test("the budget covers the whole stop: a preStop that never returns is cut at SHUTDOWN_DURATION_IN_SECONDS", TIMEOUT, async () => {
+    const svc = start(FIXTURE, {
+      FIXTURE_HANG_PRE_STOP: "1",
+      GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2",
+      SHUTDOWN_DURATION_IN_SECONDS: "1.5",
+    });
+    await svc.waitForLog("ready", (l) => l.msg === "ready");
+    const signalled = Date.now();
+    svc.child.kill("SIGTERM");
+    const { code, at: exitedAt } = await svc.finished;
+    const took = exitedAt - signalled;
+    assert.ok(took >= 1400 && took < 3000, `exited ${took} ms after SIGTERM; the budget is 1500 ms`);
+    assert.equal(code, 1, "a step that overran the budget makes the exit code 1");
+    assert.ok(svc.logs.some((l) => l.msg === "shutdown: preStop overran the budget" && l.level === "error"));
+    // Every later step still ran, without waiting once the budget was spent: the workers' signal aborted (the
+    // worker's probe no longer awaited), the servers force-stopped, the stop hooks called.
+    assert.deepEqual(timeline(svc.logs).slice(-6), ["preStop", "failCheck", "workers stopped", "stop", "postStop", "stopped"]);
+    assert.deepEqual(svc.logs.find((l) => l.msg === "workers stopped")?.stillRunning, ["recorder"]);
+    assert.ok(svc.logs.some((l) => l.msg === "shutdown budget spent: servers force-stopped"));
+  });
+
+  test("a second signal during the drain exits 1 at once", TIMEOUT, async () => {
+    const svc = start(MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "10", SHUTDOWN_DURATION_IN_SECONDS: "20" });
+    await svc.waitForLog("ready", (l) => l.msg === "ready");
+    svc.child.kill("SIGTERM");
+    await svc.waitForLog("shutting down", (l) => l.msg === "shutting down");
+    const second = Date.now();
+    svc.child.kill("SIGINT");
+    const { code, at: exitedAt } = await svc.finished;
+    assert.equal(code, 1);
+    assert.ok(exitedAt - second < 1000, `exited ${exitedAt - second} ms after the second signal`);
+    assert.ok(svc.logs.some((l) => l.msg === "second signal: exiting now" && l.signal === "SIGINT"));
+    assert.equal(
+      svc.logs.find((l) => l.msg === "stopped"),
+      undefined,
+      "the graceful stop did not finish",
+    );
+  });
+
+  test("a hook that throws during shutdown is logged, the other steps still run, and stop() rejects at the end", TIMEOUT, async () => {
+    const ran: string[] = [];
+    const service = defineService(ExampleService, {
+      handlers: exampleService.handlers,
+      preStop() {
+        ran.push("preStop");
+        throw new Error("deregistration failed");
+      },
+      stop: () => void ran.push("stop"),
+      postStop: () => void ran.push("postStop"),
+    });
+    const server = await startTestServer([service]);
+    await assert.rejects(server.close(), /deregistration failed/);
+    assert.deepEqual(ran, ["preStop", "stop", "postStop"]);
+    const line = server.logs.find((l) => l.msg === "shutdown: preStop failed");
+    assert.equal(line?.level, "error");
+    assert.ok(server.logs.some((l) => l.msg === "stopped"));
+    await assert.rejects(fetch(`${server.httpUrl}/healthcheck`), "the HTTP server is closed");
+  });
+});
