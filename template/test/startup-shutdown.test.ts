@@ -145,23 +145,27 @@ describe("start-up and shutdown order", () => {
     svc.child.kill("SIGTERM");
     const { code } = await svc.finished;
     assert.equal(code, 0, svc.stderr());
-    assert.deepEqual(timeline(svc.logs), [
-      "starting",
-      "preStart",
-      "worker started", // workers start once the servers listen…
-      "postStart", // …before postStart
-      "ready",
-      "signal received",
-      "shutting down",
-      "preStop",
-      "failCheck",
-      "worker aborted", // after the drain wait…
-      "workers stopped",
-      "stop", // …and every server is closed before stop
-      "servers at stop",
-      "postStop",
-      "stopped",
-    ]);
+    assert.deepEqual(
+      timeline(svc.logs),
+      [
+        "starting",
+        "preStart",
+        "worker started", // workers start once the servers listen…
+        "postStart", // …before postStart
+        "ready",
+        "signal received",
+        "shutting down",
+        "preStop",
+        "failCheck",
+        "worker aborted", // after the drain wait…
+        "workers stopped",
+        "stop", // …and every server is closed before stop
+        "servers at stop",
+        "postStop",
+        "stopped",
+      ],
+      svc.logs.map((l) => JSON.stringify(l)).join("\n"),
+    );
     const hook = (name: string) => svc.logs.find((l) => l.msg === "hook" && l.hook === name)!;
     assert.equal(hook("preStart").app, true, "preStart receives the app");
     assert.equal(hook("failCheck").failing, true);
@@ -252,5 +256,64 @@ describe("start-up and shutdown order", () => {
     assert.equal(line?.level, "error");
     assert.ok(server.logs.some((l) => l.msg === "stopped"));
     await assert.rejects(fetch(`${server.httpUrl}/healthcheck`), "the HTTP server is closed");
+  });
+});
+
+describe("configuration checked at start-up", () => {
+  for (const listener of [
+    { variable: "GRPC_PORT", name: "gRPC" },
+    { variable: "HTTP_PORT", name: "HTTP" },
+    { variable: "ADMIN_PORT", name: "admin" },
+  ]) {
+    test(`a ${listener.name} port already in use exits 1 with a line naming the port`, TIMEOUT, () =>
+      withBusyPort(async (port) => {
+        const svc = start(MAIN, { [listener.variable]: String(port) });
+        const { code } = await svc.finished;
+        assert.equal(code, 1);
+        assert.equal(
+          svc.logs.find((l) => l.msg === "ready"),
+          undefined,
+        );
+        const fatal = svc.logs.find((l) => l.level === "fatal");
+        assert.ok(fatal, `no fatal line; ${svc.stderr()}`);
+        assert.equal(
+          fatal.msg,
+          `start-up failed: ${listener.name}: cannot listen on 127.0.0.1:${port}: the port is already in use (EADDRINUSE): free it or change ${listener.variable}`,
+        );
+      }),
+    );
+  }
+
+  test("a variable that looks like a misspelt setting is a warning, logged once, and the service still starts", TIMEOUT, async () => {
+    const svc = start(MAIN, { GRPC_PROT: "9000", DISABLE_PROMETEUS: "true", GRPC_TRACE: "", HTTP_PROXY: "http://proxy:3128" });
+    await svc.waitForLog("ready", (l) => l.msg === "ready");
+    svc.child.kill("SIGTERM");
+    assert.equal((await svc.finished).code, 0);
+    const warnings = svc.logs.filter((l) => l.level === "warn");
+    assert.deepEqual(
+      warnings.map((l) => [l.variable, l.suggestion, l.msg]),
+      [
+        ["DISABLE_PROMETEUS", "DISABLE_PROMETHEUS", "unknown variable DISABLE_PROMETEUS: did you mean DISABLE_PROMETHEUS?"],
+        ["GRPC_PROT", "GRPC_PORT", "unknown variable GRPC_PROT: did you mean GRPC_PORT?"],
+      ],
+    );
+    const messages = svc.logs.map((l) => l.msg);
+    assert.ok(messages.lastIndexOf("unknown variable GRPC_PROT: did you mean GRPC_PORT?") < messages.indexOf("ready"), "at start-up");
+  });
+
+  test("bad values and cross-check failures are reported together, one stderr line each", TIMEOUT, async () => {
+    const svc = start(MAIN, {
+      GRPC_PORT: "abc",
+      GRPC_GRACEFUL_DURATION_IN_SECONDS: "9",
+      SHUTDOWN_DURATION_IN_SECONDS: "5",
+      DISABLE_DEBUG: "no",
+    });
+    const { code } = await svc.finished;
+    assert.equal(code, 1);
+    assert.deepEqual(svc.stderr().trim().split("\n"), [
+      'config: GRPC_PORT: expected an integer from 0 to 65535 (got "abc")',
+      'config: DISABLE_DEBUG: expected true, false, 1 or 0 (got "no")',
+      "config: GRPC_GRACEFUL_DURATION_IN_SECONDS: must be less than SHUTDOWN_DURATION_IN_SECONDS (9 ≥ 5)",
+    ]);
   });
 });

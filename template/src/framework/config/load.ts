@@ -17,6 +17,7 @@ type Env = Record<string, string | undefined>;
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const config: Record<string, unknown> = {};
+  const failed = new Set<string>();
   for (const [name, s] of Object.entries(settings)) {
     const raw = env[name];
     if (raw === undefined || raw === "") {
@@ -27,18 +28,21 @@ export function loadConfig(env: Env = process.env): Config {
       config[name] = s.parse(raw);
     } catch (err) {
       if (!(err instanceof ConfigValueError)) throw err;
+      failed.add(name);
       const shown = s.secret ? "" : ` (got ${JSON.stringify(raw)})`;
       problems.push(`${name}: ${err.message}${shown}`);
     }
   }
-  if (problems.length === 0) problems.push(...crossChecks(config as Config));
+  // Also when a value failed to parse, so one run reports every problem; checks of a failed value are skipped.
+  problems.push(...crossChecks(config as Config, failed));
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config) as Config;
 }
 
-function crossChecks(c: Config): string[] {
+function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
   const problems: string[] = [];
-  if (c.GRPC_GRACEFUL_DURATION_IN_SECONDS >= c.SHUTDOWN_DURATION_IN_SECONDS) {
+  const durationsParsed = !failed.has("GRPC_GRACEFUL_DURATION_IN_SECONDS") && !failed.has("SHUTDOWN_DURATION_IN_SECONDS");
+  if (durationsParsed && c.GRPC_GRACEFUL_DURATION_IN_SECONDS >= c.SHUTDOWN_DURATION_IN_SECONDS) {
     problems.push(
       `GRPC_GRACEFUL_DURATION_IN_SECONDS: must be less than SHUTDOWN_DURATION_IN_SECONDS (${c.GRPC_GRACEFUL_DURATION_IN_SECONDS} ≥ ${c.SHUTDOWN_DURATION_IN_SECONDS})`,
     );
@@ -54,7 +58,7 @@ function crossChecks(c: Config): string[] {
   ];
   const seen = new Map<number, string>();
   for (const [name, value] of ports) {
-    if (value === undefined || value === 0) continue;
+    if (value === undefined || value === 0 || failed.has(name)) continue;
     const other = seen.get(value);
     if (other) problems.push(`${name}: port ${value} is already used by ${other}`);
     else seen.set(value, name);

@@ -19,7 +19,7 @@ import { registerHealthRoutes } from "../health/routes.js";
 import { Chain, defaultInterceptors, type NamedInterceptor } from "../interceptors/chain.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
-import { createGrpcServer, listenGrpc, stopGrpc } from "../server/grpc-server.js";
+import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
 import type { ServiceImpl } from "../server/service.js";
@@ -165,11 +165,11 @@ export class App {
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT);
       this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(this.#socket?.target ?? `127.0.0.1:${grpcPort}`);
-      await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP");
+      await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP", "HTTP_PORT");
       const httpPort = boundPort(http, config.HTTP_PORT);
       let adminPort: number | undefined;
       if (this.#admin && config.ADMIN_PORT !== undefined) {
-        await listenHttp(this.#admin, config.LISTEN_HOST, config.ADMIN_PORT, "admin");
+        await listenHttp(this.#admin, config.LISTEN_HOST, config.ADMIN_PORT, "admin", "ADMIN_PORT");
         adminPort = boundPort(this.#admin, config.ADMIN_PORT);
       }
       this.#workers.start();
@@ -270,11 +270,11 @@ export class App {
   }
 }
 
-async function listenHttp(server: FastifyInstance, host: string, port: number, name: string): Promise<void> {
+async function listenHttp(server: FastifyInstance, host: string, port: number, name: string, variable: string): Promise<void> {
   try {
     await server.listen({ host, port });
   } catch (err) {
-    throw new Error(`${name}: cannot listen on ${host}:${port}: ${(err as Error).message}`);
+    throw new Error(`${name}: cannot listen on ${host}:${port}: ${listenProblem(err as Error, variable)}`);
   }
 }
 

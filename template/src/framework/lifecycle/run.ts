@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from "../config/load.js";
+import { settingTypos } from "../config/typos.js";
 import { flushLogs, rootLogger } from "../logging/logger.js";
 import type { ServiceImpl } from "../server/service.js";
 import { App } from "./app.js";
@@ -15,6 +16,9 @@ export async function run(services: ServiceImpl[]): Promise<App> {
     if (!(err instanceof ConfigError)) throw err;
     for (const line of err.problems) process.stderr.write(`config: ${line}\n`);
     process.exit(1);
+  }
+  for (const { variable, suggestion } of settingTypos(process.env)) {
+    app.log.warn({ variable, suggestion }, `unknown variable ${variable}: did you mean ${suggestion}?`);
   }
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -41,10 +41,15 @@ export function createGrpcServer({ config, services, methods, readiness }: GrpcS
 export function listenGrpc(server: Server, host: string, port: number, credentials = ServerCredentials.createInsecure()): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, credentials, (err, bound) => {
-      if (err) reject(new Error(`gRPC: cannot listen on ${host}:${port}: ${err.message}`));
+      if (err) reject(new Error(`gRPC: cannot listen on ${host}:${port}: ${listenProblem(err, "GRPC_PORT")}`));
       else resolve(bound);
     });
   });
+}
+
+/** Why a listener could not bind, naming the setting to change when the port is taken. */
+export function listenProblem(err: Error, variable: string): string {
+  return /EADDRINUSE/.test(err.message) ? `the port is already in use (EADDRINUSE): free it or change ${variable}` : err.message;
 }
 
 /** Waits for in-flight calls, refusing new ones; cancels whatever is left when `signal` aborts. */
