@@ -18,10 +18,10 @@ help: ## List the targets
 
 test: test-template test-unit test-e2e ## Run every test: the template's own, the scaffolder's, then end-to-end
 
-test-template: protos template/node_modules/.package-lock.json ## The template's tests, in place (cd template && make test)
-	$(MAKE) -C template test
+test-template: protos template/node_modules/.package-lock.json ## The template's tests in place, with the system tests (promtool, chromium)
+	$(MAKE) -C template test test-system
 
-test-unit: build protos ## The scaffolder's tests (test/, without test/e2e)
+test-unit: build protos template/node_modules/.package-lock.json ## The scaffolder's tests (test/, without test/e2e)
 	node --import tsx --test $(UNIT_TESTS)
 
 test-e2e: build protos template/node_modules/.package-lock.json ## Pack, scaffold with npm exec, run make test in the generated repos

@@ -4,16 +4,12 @@
  * service's own loopback origin, so no CORS is involved.
  */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { exampleService } from "../src/service/example-service.js";
-import { createLibrary } from "./gateway-library.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-// Locally a missing browser skips; in CI it must be there (.ci/run installs it).
-const skip = !existsSync(CHROMIUM) && !process.env.CI && `${CHROMIUM} is not installed`;
+import type { Browser, Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { exampleService } from "../../src/service/example-service.js";
+import { createLibrary } from "../gateway-library.js";
+import { launchChromium } from "./chromium.js";
 
 interface Outcome {
   messages: unknown[];
@@ -45,22 +41,10 @@ function listen(page: Page, path: string): Promise<Outcome> {
   );
 }
 
-describe("EventSource in headless Chromium", { skip }, () => {
+describe("EventSource in headless Chromium", () => {
   let browser: Browser;
   before(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
   });
   after(() => browser?.close());
 

@@ -1,0 +1,42 @@
+/** The real promtool (Debian's prometheus package, installed by CI) accepts the real /metrics output. */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { test } from "node:test";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { statusOf } from "../../src/framework/testing/status.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
+
+/** `promtool check metrics` reading the exposition on stdin, as Prometheus' own lint does. */
+function promtool(text: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("promtool", ["check", "metrics"], { stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", (err) =>
+      reject(new Error(`promtool is missing: the system tests need Debian's prometheus package (${err.message})`)),
+    );
+    child.on("close", (code) => resolve({ code, output }));
+    child.stdin.end(text);
+  });
+}
+
+test("promtool check metrics accepts the real output, after traffic of every shape", async (t) => {
+  const server = await startTestServer([exampleService]);
+  t.after(() => server.close());
+  const client = server.client(ExampleService);
+  await client.echo({ message: "hi" });
+  await statusOf(client.fail({ code: Code.INVALID_ARGUMENT }));
+  for await (const _ of client.countdown({ from: 2 })) {
+    // drain the stream
+  }
+  await (await fetch(`${server.httpUrl}/api/v1/echo/x`)).text();
+  await (await fetch(`${server.httpUrl}/no/such/route`)).text();
+  const res = await fetch(`${server.httpUrl}/metrics`);
+  assert.equal(res.status, 200);
+  const { code, output } = await promtool(await res.text());
+  assert.equal(output, "", "no findings");
+  assert.equal(code, 0);
+});

@@ -1,0 +1,60 @@
+/** Swagger UI really loads and works, offline, in headless Chromium (Debian's chromium, installed by CI). */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { exampleService } from "../../src/service/example-service.js";
+import { launchChromium } from "./chromium.js";
+
+describe("Swagger UI in headless Chromium", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer([exampleService]);
+  });
+  after(() => server.close());
+
+  test("loads offline, lists the operations and runs Echo with Try it out", async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const outside: string[] = [];
+      const problems: string[] = [];
+      // Only loopback may be reached; anything else is recorded and refused.
+      await page.route("**/*", (route) => {
+        const url = new URL(route.request().url());
+        if (url.hostname === "127.0.0.1" || url.protocol === "data:") return route.continue();
+        outside.push(url.href);
+        return route.abort();
+      });
+      page.on("console", (m) => {
+        if (m.type() === "error") problems.push(m.text());
+      });
+      page.on("pageerror", (e) => problems.push(e.message));
+
+      await page.goto(`${server.httpUrl}/swagger/`);
+      await page.waitForSelector('.opblock-summary-path[data-path="/api/v1/echo"]', { timeout: 15_000 });
+      const paths = await page.$$eval(".opblock-summary-path", (els) => els.map((e) => e.getAttribute("data-path")));
+      assert.deepEqual([...new Set(paths)].sort(), [
+        "/api/v1/countdown",
+        "/api/v1/countdown/{from}",
+        "/api/v1/echo",
+        "/api/v1/echo/{message}",
+        "/api/v1/fail",
+      ]);
+
+      // Try it out: GET /api/v1/echo/{message} through the UI, answered by the gateway.
+      const get = page.locator("#operations-ExampleService-ExampleService_Echo2");
+      await get.locator(".opblock-summary-control").click();
+      await get.locator(".try-out__btn").click();
+      await get.locator('input[placeholder="message"]').fill("from swagger ui");
+      await get.locator(".execute").click();
+      const body = get.locator(".responses-wrapper .live-responses-table .response-col_description pre.microlight");
+      await body.first().waitFor({ timeout: 10_000 });
+      assert.match((await body.first().textContent()) ?? "", /from swagger ui/);
+
+      assert.deepEqual(outside, [], "no request left loopback");
+      assert.deepEqual(problems, [], "no console errors (CSP violations included)");
+    } finally {
+      await browser.close();
+    }
+  });
+});
