@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
-import type { Logger } from "pino";
+import pino, { type Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
 import { type Client, type ClientOptions, createClient } from "../client/client.js";
 import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
@@ -23,6 +23,7 @@ import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
 import type { ServiceImpl } from "../server/service.js";
+import { loadGrpcTls } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import { Workers } from "../workers/supervisor.js";
@@ -121,6 +122,10 @@ export class App {
   async #start(): Promise<Addresses> {
     const config = this.config;
     this.log.info({ config: configSummary(config) }, "starting");
+    // Where the gateway dials the gRPC server: loopback when listening on every interface.
+    const localHost = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
+    // TLS files are read before preStart, so a bad file fails start-up before anything is opened.
+    const tls = loadGrpcTls(config, localHost);
     try {
       await this.#hooks("preStart", this);
     } catch (err) {
@@ -132,6 +137,8 @@ export class App {
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
     this.#grpc = createGrpcServer({ config, services: this.#services, methods, readiness: this.readiness });
     let mode = gatewayMode(config);
+    // With TLS the gateway's hop is TLS over TCP too: a plaintext socket would bypass it.
+    if (mode === "unix" && tls) mode = "tcp";
     if (mode === "unix") {
       this.#socket = await bindUnixSocket(this.#grpc);
       if (!this.#socket) mode = "tcp";
@@ -163,8 +170,14 @@ export class App {
     else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);
 
     try {
-      const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT);
-      this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(this.#socket?.target ?? `127.0.0.1:${grpcPort}`);
+      const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT, tls?.server);
+      const target = this.#socket?.target ?? `${localHost.includes(":") ? `[${localHost}]` : localHost}:${grpcPort}`;
+      this.#invoker =
+        mode === "in-process"
+          ? inProcessInvoker()
+          : tls
+            ? grpcInvoker(target, tls.gatewayCredentials, tls.gatewayOptions)
+            : grpcInvoker(target);
       await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP", "HTTP_PORT");
       const httpPort = boundPort(http, config.HTTP_PORT);
       let adminPort: number | undefined;
@@ -175,8 +188,11 @@ export class App {
       this.#workers.start();
       await this.#hooks("postStart");
       this.readiness.setReady();
-      const host = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
-      this.log.info({ grpcPort, httpPort, adminPort, gatewayMode: mode, startup_ms: Math.round(performance.now()) }, "ready");
+      const host = localHost;
+      this.log.info(
+        { grpcPort, httpPort, adminPort, gatewayMode: mode, grpcTls: tls !== undefined, startup_ms: Math.round(performance.now()) },
+        "ready",
+      );
       return {
         grpcPort,
         httpPort,
@@ -242,6 +258,7 @@ export class App {
     // Last: spans and error reports of the final calls still go out (within what is left of the budget).
     await Promise.race([Promise.allSettled([this.#tracing?.shutdown(), this.#reporter.flush?.(2000)]), abortion(budget)]);
     this.log.info("stopped");
+    await writesDone(this.log);
     flushLogs();
     if (failures.length === 1) throw failures[0];
     if (failures.length > 1) throw new AggregateError(failures, "shutdown: several steps failed");
@@ -284,6 +301,15 @@ function boundPort(server: FastifyInstance, configured: number): number {
 }
 
 function noop(): void {}
+
+/**
+ * Waits (up to 1 s) until the logger's asynchronous destination has no write in flight: flushLogs()
+ * writes synchronously, and doing so during an async write would put the last lines before earlier ones.
+ */
+async function writesDone(log: Logger): Promise<void> {
+  const stream = (log as unknown as Record<symbol, { _writing?: boolean } | undefined>)[pino.symbols.streamSym];
+  for (const end = Date.now() + 1000; stream?._writing === true && Date.now() < end; ) await sleep(1);
+}
 
 function abortion(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

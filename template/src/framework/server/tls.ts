@@ -1,0 +1,70 @@
+import { X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createSecureContext } from "node:tls";
+import { type ChannelCredentials, credentials, ServerCredentials } from "@grpc/grpc-js";
+import type { Config } from "../config/schema.js";
+
+/** gRPC over TLS: the server's credentials, and how the gateway's loopback client trusts it. */
+export interface GrpcTls {
+  server: ServerCredentials;
+  /** Trusts exactly the configured certificate (chain), not the system roots. */
+  gatewayCredentials: ChannelCredentials;
+  /** Channel options of the gateway's client: the name to verify when it dials 127.0.0.1, if the certificate lacks that IP. */
+  gatewayOptions: Record<string, string>;
+}
+
+function read(variable: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`${variable}: cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The name the gateway verifies (and sends as SNI) when it dials `host` (127.0.0.1): the certificate's
+ * first DNS name (a wildcard's with a label filled in); else nothing when the certificate covers the
+ * address itself (an IP SAN); else its subject CN. A DNS name is preferred to the address because
+ * TLS forbids an IP address as the server name (RFC 6066).
+ */
+export function targetNameOverride(cert: X509Certificate, host: string): string | undefined {
+  const san = (cert.subjectAltName ?? "").split(",").map((s) => s.trim());
+  const dns = san.filter((s) => s.startsWith("DNS:")).map((s) => s.slice(4));
+  if (dns[0]) return dns[0].replace(/^\*\./, "gateway.");
+  if (/^[\d.]+$|:/.test(host) ? cert.checkIP(host) : cert.checkHost(host)) return undefined;
+  return /(?:^|\n)CN=([^\n]+)/.exec(cert.subject)?.[1];
+}
+
+/**
+ * Reads GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE at start-up (undefined when unset). An unreadable file,
+ * a file that is not PEM, or a key that does not match the certificate fails with a message naming the variables.
+ */
+export function loadGrpcTls(
+  config: Pick<Config, "GRPC_TLS_CERT_FILE" | "GRPC_TLS_KEY_FILE">,
+  gatewayHost = "127.0.0.1",
+): GrpcTls | undefined {
+  if (config.GRPC_TLS_CERT_FILE === undefined || config.GRPC_TLS_KEY_FILE === undefined) return undefined;
+  const cert = read("GRPC_TLS_CERT_FILE", config.GRPC_TLS_CERT_FILE);
+  const key = read("GRPC_TLS_KEY_FILE", config.GRPC_TLS_KEY_FILE);
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(cert);
+  } catch (err) {
+    throw new Error(`GRPC_TLS_CERT_FILE: ${config.GRPC_TLS_CERT_FILE} is not a PEM certificate: ${(err as Error).message}`);
+  }
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    throw new Error(
+      `GRPC_TLS_KEY_FILE: ${config.GRPC_TLS_KEY_FILE} is not a PEM private key matching GRPC_TLS_CERT_FILE: ${(err as Error).message}`,
+    );
+  }
+  // The certificate file is the only trust root; a partial chain (Node ≥ 20.18) lets a CA-issued leaf be trusted as itself.
+  const context = createSecureContext({ ca: cert, allowPartialTrustChain: true });
+  const name = targetNameOverride(leaf, gatewayHost);
+  return {
+    server: ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false),
+    gatewayCredentials: credentials.createFromSecureContext(context),
+    gatewayOptions: name ? { "grpc.ssl_target_name_override": name, "grpc.default_authority": name } : {},
+  };
+}
