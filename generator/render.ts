@@ -4,6 +4,7 @@ import { isUtf8 } from "node:buffer";
 import fs from "node:fs";
 import path from "node:path";
 import nodePlop, { type NodePlopAPI } from "node-plop";
+import { shapeDeployFiles } from "./deploy.js";
 import { applyEnvVars, type Choices, publicVars, randomSecret, secretVars } from "./env-file.js";
 import type { Names } from "./names.js";
 import { replaceChoicesBlock } from "./readme-choices.js";
@@ -125,6 +126,13 @@ function registerActions(plop: NodePlopAPI): void {
     return writeEnvFiles(opts(answers));
   });
 
+  // The admin port and auth choices reach the Dockerfile's EXPOSE and the Kubernetes manifests.
+  plop.setActionType("deployChoices", (answers) => {
+    const o = opts(answers);
+    const changed = shapeDeployFiles(o.targetDir, o.choices);
+    return changed.length > 0 ? changed.join(", ") : "deploy files unchanged";
+  });
+
   plop.setActionType("readmeChoices", (answers) => {
     const o = opts(answers);
     const file = path.join(o.targetDir, "README.md");
@@ -145,6 +153,7 @@ export async function render(o: RenderOptions): Promise<RenderResult> {
       { type: "copyTemplate" },
       { type: "gitignore" },
       { type: "writeEnv" },
+      { type: "deployChoices" },
       { type: "readmeChoices", skip: missing("README.md") },
     ],
   });
