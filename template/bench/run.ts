@@ -17,6 +17,7 @@ import {
   checkGrpc,
   checkHttp,
   cleanup,
+  cpuTime,
   ECHO_PATH,
   exited,
   freePort,
@@ -140,8 +141,9 @@ async function httpGroup(): Promise<void> {
   const ours = [];
   for (const mode of modes) ours.push(await startService(`ours: gateway ${mode}`, { GATEWAY_MODE: mode }));
   const peerServer = await startBench("@connectrpc/connect-node Connect JSON", "connect.ts", "json");
+  const floor = await startBench("bare fastify → grpc-js loopback", "fastify-grpc.ts");
   const gateway = (s: Server) => ({ ...s, port: (s as Server & { httpPort: number }).httpPort });
-  const targets = [bare, ...ours.map(gateway)];
+  const targets = [bare, ...ours.map(gateway), floor];
   for (const s of targets) await checkHttp(s, "/api/v1/echo");
   await checkHttp(peerServer, ECHO_PATH);
   // The peer's path differs; it joins the same interleaved rounds.
@@ -166,11 +168,15 @@ async function httpGroup(): Promise<void> {
     } else measuredRow(name, m, { m: b, target });
     if (!best || m.rps > best.rps) [best, bestMode] = [m, mode];
   }
+  // Information, no target: what the tcp mode's architecture costs with no framework at all.
+  measuredRow("bare fastify → bare grpc-js over loopback, one process (tcp floor) ÷ fastify", results.get(floor)!, { m: b, target: 0 });
+  rows.at(-1)!.target = "—";
+  rows.at(-1)!.result = "";
   const p = results.get(peer)!;
   section(`Connect JSON unary POST ${ECHO_PATH} (application/json) — same wrk settings`);
   measuredRow("@connectrpc/connect-node, Connect protocol JSON (peer)", p);
   measuredRow(`ours, best gateway mode (${bestMode}) ÷ connect-node JSON`, best!, { m: p, target: 1.0 });
-  await Promise.all([...ours, bare, peerServer].map((s) => stop(s.child)));
+  await Promise.all([...ours, bare, peerServer, floor].map((s) => stop(s.child)));
 }
 
 function fileSize(file: string): number {
@@ -181,6 +187,8 @@ async function sseGroup(): Promise<void> {
   const ours = await startService("ours: default configuration (SSE)");
   const urlPath = `/api/v1/countdown/1000?interval_ms=${SSE_INTERVAL_MS}`;
   progress(`SSE: ${SSE_CLIENTS} clients on ${urlPath} for ${SSE_SECONDS} s`);
+  const cpu = cpuTime(ours.child.pid);
+  const wall = performance.now();
   const out = await run(process.execPath, [
     "--import",
     "tsx",
@@ -197,6 +205,7 @@ async function sseGroup(): Promise<void> {
     errorKinds: Record<string, number>;
     contentTypes: string[];
   };
+  const cpuShare = (cpuTime(ours.child.pid) - cpu) / ((performance.now() - wall) * 1000);
   const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
   const sse = r.contentTypes.length === 1 && r.contentTypes[0]!.startsWith("text/event-stream");
   section(
@@ -207,6 +216,7 @@ async function sseGroup(): Promise<void> {
     rps: fmtRps(r.perSecond),
     p50: "",
     p99: "",
+    cpu: `${Math.round(cpuShare * 100)}% busy`,
     errors: String(r.errors),
     ratio: `${(r.perSecond / ideal).toFixed(2)}×`,
     target: "0 errors",
