@@ -16,11 +16,29 @@ export interface GrpcServerOptions {
   readiness: Readiness;
 }
 
+/**
+ * Limits of the gRPC server besides the message sizes (GRPC_MAX_RECV_MSG_SIZE, GRPC_MAX_SEND_MSG_SIZE).
+ * Documented in the README's "Limits" table.
+ */
+export const GRPC_LIMITS = {
+  /** Concurrent calls per HTTP/2 connection (more wait). High, as the gateway's calls share one connection (1,000 SSE clients). */
+  maxConcurrentStreams: 10_000,
+  /** The server pings a connection idle this long, and closes it if no answer comes within keepaliveTimeoutMs (dead peers). */
+  keepaliveTimeMs: 2 * 60 * 60 * 1000,
+  keepaliveTimeoutMs: 20_000,
+  /** nghttp2's memory budget per connection in MB; beyond it new streams are refused (ENHANCE_YOUR_CALM). */
+  maxSessionMemoryMb: 10,
+} as const;
+
 /** The gRPC server with the user's services, standard health and (unless disabled) reflection. */
 export function createGrpcServer({ config, services, methods, readiness }: GrpcServerOptions): Server {
   const server = new Server({
     "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
     "grpc.max_send_message_length": config.GRPC_MAX_SEND_MSG_SIZE,
+    "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
+    "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
+    "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
+    "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
   });
   for (const service of services) {
     const implementation: UntypedServiceImplementation = {};

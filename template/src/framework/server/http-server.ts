@@ -1,3 +1,6 @@
+import { isUtf8 } from "node:buffer";
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import compress from "@fastify/compress";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import type { Config } from "../config/schema.js";
@@ -15,6 +18,67 @@ function codeForFastifyError(err: FastifyError): Code {
     default:
       return (err.statusCode ?? 500) < 500 ? Code.INVALID_ARGUMENT : Code.INTERNAL;
   }
+}
+
+/**
+ * Limits of the HTTP servers (gateway, health, admin), against slow or oversized clients. The body
+ * limit is GRPC_MAX_RECV_MSG_SIZE. Documented in the README's "Limits" table.
+ */
+export const HTTP_LIMITS = {
+  /** Whole request (headers and body) must arrive within this, else 408: slow-loris uploads. Responses (streams) are not limited. */
+  requestTimeoutMs: 30_000,
+  /** Request line and headers must arrive within this, else 408. */
+  headersTimeoutMs: 10_000,
+  /** An idle keep-alive connection is closed after this; above the 60 s idle timeout of common load balancers. */
+  keepAliveTimeoutMs: 72_000,
+  /** No idle timeout on an open request: SSE and NDJSON streams may be quiet for long (SSE sends a heartbeat). */
+  connectionTimeoutMs: 0,
+  /** Request line plus headers, in bytes; more is 431. */
+  maxHeaderSize: 16_384,
+  /** Longest `:param` value of a fastify route a service adds (the gateway matches its paths itself). */
+  maxParamLength: 500,
+} as const;
+
+/** A request Node's parser rejected before fastify saw it (bad request line or header, too large, too slow): a JSON error, then close. */
+function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, Code.INVALID_ARGUMENT, "request headers too large"]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, Code.DEADLINE_EXCEEDED, "request not received in time"]
+        : [400, Code.INVALID_ARGUMENT, "malformed HTTP request"];
+  const body = statusJson(code, message, []);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+/**
+ * The HTTP/1.1 server under fastify, with the limits above. An HTTP/1.1 request without Host is a JSON
+ * 400 here (Node's own check answers with no body).
+ */
+function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(
+    { headersTimeout: HTTP_LIMITS.headersTimeoutMs, maxHeaderSize: HTTP_LIMITS.maxHeaderSize, requireHostHeader: false },
+    (req, res) => {
+      if (req.headers.host === undefined && req.httpVersion === "1.1") {
+        const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
+        res
+          .writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" })
+          .end(body);
+        return;
+      }
+      handler(req, res);
+    },
+  );
+  server.requestTimeout = HTTP_LIMITS.requestTimeoutMs;
+  server.keepAliveTimeout = HTTP_LIMITS.keepAliveTimeoutMs;
+  server.setTimeout(HTTP_LIMITS.connectionTimeoutMs);
+  return server;
 }
 
 /** Compressed content types: JSON, text (not event streams), JavaScript, XML and SVG. */
@@ -38,6 +102,9 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
   const app = Fastify({
     logger: false,
     bodyLimit: config.GRPC_MAX_RECV_MSG_SIZE,
+    serverFactory: createLimitedServer,
+    routerOptions: { maxParamLength: HTTP_LIMITS.maxParamLength },
+    clientErrorHandler: onClientError,
     return503OnClosing: true,
     // A malformed percent-escape in the path, before any route runs.
     frameworkErrors: (err, _req, reply) => {
@@ -66,7 +133,10 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
     });
   }
   app.removeContentTypeParser(["application/json", "text/plain"]);
-  app.addContentTypeParser(["application/json", "text/plain"], { parseAs: "string" }, (_req, body, done) => done(null, body));
+  // JSON is UTF-8 (RFC 8259): invalid bytes are a 400, not U+FFFD smuggled into a string field.
+  app.addContentTypeParser(["application/json", "text/plain"], { parseAs: "buffer" }, (_req, body: Buffer, done) =>
+    isUtf8(body) ? done(null, body.toString("utf8")) : done(new GrpcError(Code.INVALID_ARGUMENT, "request body is not valid UTF-8")),
+  );
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof GrpcError) return sendHttpError(reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
