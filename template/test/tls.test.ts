@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -89,8 +89,7 @@ before(() => {
     file("leaf.crt"),
   );
   writeFileSync(file("garbage.crt"), "not a certificate\n");
-  writeFileSync(file("unreadable.key"), readFileSync(file("local.key")));
-  chmodSync(file("unreadable.key"), 0o000);
+  mkdirSync(file("a-directory.key"));
 });
 
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -226,10 +225,11 @@ describe("TLS files checked at start-up", () => {
     assert.throws(() => loadGrpcTls(config("missing.crt", "local.key")), /^Error: GRPC_TLS_CERT_FILE: cannot read .*missing\.crt: ENOENT/);
   });
 
-  test("an unreadable key file names GRPC_TLS_KEY_FILE", { skip: process.getuid?.() === 0 && "root reads any file" }, () => {
+  test("an unreadable key file names GRPC_TLS_KEY_FILE", () => {
+    // A directory: unreadable as a file for any user, root included.
     assert.throws(
-      () => loadGrpcTls(config("local.crt", "unreadable.key")),
-      /^Error: GRPC_TLS_KEY_FILE: cannot read .*unreadable\.key: EACCES/,
+      () => loadGrpcTls(config("local.crt", "a-directory.key")),
+      /^Error: GRPC_TLS_KEY_FILE: cannot read .*a-directory\.key: EISDIR/,
     );
   });
 
