@@ -19,8 +19,7 @@ import { Chain, defaultInterceptors, type NamedInterceptor } from "../src/framew
 import { configureLogging } from "../src/framework/logging/logger.js";
 import { createServerMetrics } from "../src/framework/metrics/server-metrics.js";
 import { bindMethods } from "../src/framework/server/methods.js";
-import { EchoRequestSchema, EchoResponseSchema } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { EchoRequestSchema, EchoResponseSchema, serviceImpl } from "./proto.js";
 
 const TRIALS = Number(process.argv[2] ?? 15);
 const CALLS = 20_000;
@@ -35,10 +34,10 @@ function chainVariant(env: Record<string, string>, filter: (e: NamedInterceptor)
   const interceptors = defaultInterceptors(config, {
     reporter: { report() {} },
     tracing: false,
-    services: [exampleService],
+    services: [serviceImpl],
     metrics: createServerMetrics(config),
   }).filter(filter);
-  const echo = bindMethods([exampleService], new Chain(interceptors)).find((m) => m.info.name === "Echo")!;
+  const echo = bindMethods([serviceImpl], new Chain(interceptors)).find((m) => m.info.name === "Echo")!;
   const invoker = inProcessInvoker();
   const request = create(EchoRequestSchema, { message: "The quick brown fox jumps over the lazy dog" });
   return async () => {
@@ -63,9 +62,8 @@ async function trial(invoke: Invoke): Promise<number> {
   return Number(process.hrtime.bigint() - start) / CALLS;
 }
 
-const names = defaultInterceptors(loadConfig({}), { reporter: { report() {} }, tracing: false, services: [exampleService] }).map(
-  (e) => e.name,
-);
+const deps = { reporter: { report() {} }, tracing: false, services: [serviceImpl] };
+const names = defaultInterceptors(loadConfig({}), deps).map((e) => e.name);
 const variants: [string, Invoke][] = [
   ["full default chain", chainVariant({})],
   ["no interceptor (invoker + handler only)", chainVariant({}, () => false)],

@@ -10,7 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata } from "@grpc/grpc-js";
-import { EchoRequestSchema, EchoResponseSchema } from "../src/gen/example/v1/example_pb.js";
+import { EchoRequestSchema, EchoResponseSchema, Service } from "./proto.js";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const num = (name: string, fallback: number) => {
@@ -31,7 +31,7 @@ export const WRK_CONNECTIONS = 64;
 
 export const MESSAGE = "The quick brown fox jumps over the lazy dog";
 export const HTTP_BODY = JSON.stringify({ message: MESSAGE });
-export const ECHO_PATH = "/example.v1.ExampleService/Echo";
+export const ECHO_PATH = `/${Service.typeName}/${Service.method.echo.name}`;
 export const tmp = mkdtempSync(path.join(os.tmpdir(), "bench-"));
 
 // ---------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { type EchoRequest, type EchoResponse, EchoResponseSchema } from "../../src/gen/example/v1/example_pb.js";
+import { type EchoRequest, type EchoResponse, EchoResponseSchema } from "../proto.js";
 
 /** Calls answered OK and calls that failed, read by the bench after each run to count gRPC errors. */
 export const counts = { ok: 0, errors: 0 };

@@ -1,10 +1,10 @@
-// The peer: @connectrpc/connect-node serving the same protobuf-es ExampleService (Echo) with the same
+// The peer: @connectrpc/connect-node serving the same protobuf-es service (Echo) with the same
 // handler. `grpc` serves HTTP/2 without TLS (gRPC for h2load); `json` serves HTTP/1.1 (Connect JSON for wrk).
 import http from "node:http";
 import http2 from "node:http2";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { Service } from "../proto.js";
 import { counts, echo, port, serve } from "./common.js";
 
 const countErrors: Interceptor = (next) => async (req) => {
@@ -19,7 +19,7 @@ const countErrors: Interceptor = (next) => async (req) => {
 const handler = connectNodeAdapter({
   interceptors: [countErrors],
   routes: (router: ConnectRouter) =>
-    router.service(ExampleService, {
+    router.service(Service, {
       async echo(request) {
         counts.ok++;
         return echo(request);

@@ -5,10 +5,10 @@
 import { fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata, Server, ServerCredentials } from "@grpc/grpc-js";
 import Fastify from "fastify";
-import { type EchoRequest, EchoRequestSchema, type EchoResponse, EchoResponseSchema } from "../../src/gen/example/v1/example_pb.js";
+import { type EchoRequest, EchoRequestSchema, type EchoResponse, EchoResponseSchema, Service } from "../proto.js";
 import { echo, port, serve } from "./common.js";
 
-const path = "/example.v1.ExampleService/Echo";
+const path = `/${Service.typeName}/${Service.method.echo.name}`;
 const serializeRequest = (m: EchoRequest) => Buffer.from(toBinary(EchoRequestSchema, m));
 const deserializeResponse = (bytes: Buffer) => fromBinary(EchoResponseSchema, bytes);
 

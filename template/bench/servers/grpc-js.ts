@@ -2,14 +2,14 @@
 // as the service, and nothing else (no interceptors, logging, metrics, validation, reflection or health).
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
-import { type EchoRequest, EchoRequestSchema, type EchoResponse, EchoResponseSchema } from "../../src/gen/example/v1/example_pb.js";
+import { type EchoRequest, EchoRequestSchema, type EchoResponse, EchoResponseSchema, Service } from "../proto.js";
 import { counts, echo, port, serve } from "./common.js";
 
 const server = new Server();
 server.addService(
   {
     Echo: {
-      path: "/example.v1.ExampleService/Echo",
+      path: `/${Service.typeName}/${Service.method.echo.name}`,
       requestStream: false,
       responseStream: false,
       requestSerialize: (m: EchoRequest) => Buffer.from(toBinary(EchoRequestSchema, m)),
