@@ -45,6 +45,8 @@ export class CallContext {
   /** Verified auth claims, when authentication is on. */
   claims: Readonly<Record<string, unknown>> | undefined;
   traceId = "";
+  /** Set by the transport once the response is out: a later "cancelled" from the stream's close is not a cancel. */
+  answered = false;
   #debug = false;
   #logger: Logger | undefined;
 

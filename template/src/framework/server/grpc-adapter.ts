@@ -11,13 +11,14 @@ export const GATEWAY_PATH_KEY = "x-gateway-http-path";
 
 type GrpcCall = ServerUnaryCall<Message, Message> | ServerWritableStream<Message, Message>;
 
+/** One reason for every cancelled call: building an Error (and its stack) per call is measurable. */
+const CANCELLED = new Error("call cancelled");
+
 function contextFor(info: MethodInfo, call: GrpcCall): CallContext {
   const controller = new AbortController();
-  // grpc-js reports a client cancel, an expired deadline and a force-stop all as "cancelled".
-  call.once("cancelled", () => controller.abort(new Error("call cancelled")));
   const deadline = call.getDeadline();
   const httpPath = call.metadata.get(GATEWAY_PATH_KEY)[0];
-  return new CallContext({
+  const ctx = new CallContext({
     method: info,
     transport: "grpc",
     metadata: call.metadata,
@@ -25,6 +26,12 @@ function contextFor(info: MethodInfo, call: GrpcCall): CallContext {
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
     httpPath: typeof httpPath === "string" ? httpPath : undefined,
   });
+  // grpc-js reports a client cancel, an expired deadline and a force-stop as "cancelled" — and
+  // also every normal end of the stream, which must not abort anything.
+  call.once("cancelled", () => {
+    if (!ctx.answered) controller.abort(CANCELLED);
+  });
+  return ctx;
 }
 
 function sendHeader(call: GrpcCall, header: Metadata): void {
@@ -42,10 +49,14 @@ export function grpcHandler(method: BoundMethod) {
       const ctx = contextFor(info, call);
       runInContext(ctx, () => invoke({ method: info, ctx, request: call.request })).then(
         (result) => {
+          ctx.answered = true;
           sendHeader(call, ctx.responseHeader);
           callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
         },
-        (err: unknown) => callback(toServiceError(err, ctx.responseHeader, ctx.responseTrailer)),
+        (err: unknown) => {
+          ctx.answered = true;
+          callback(toServiceError(err, ctx.responseHeader, ctx.responseTrailer));
+        },
       );
     };
   }
@@ -65,9 +76,11 @@ export function grpcHandler(method: BoundMethod) {
           if (!call.write(message)) await once(call, "drain", { signal: ctx.signal });
         }
         if (!headerSent) sendHeader(call, ctx.responseHeader);
+        ctx.answered = true;
         call.end(ctx.responseTrailer);
       } catch (err) {
         if (ctx.signal.aborted) return; // nobody left to tell
+        ctx.answered = true;
         call.emit(
           "error",
           headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer),
