@@ -77,6 +77,16 @@ function isServiceErrorLike(err: unknown): err is ServiceErrorLike {
 }
 
 /**
+ * The code a call ends with: OK without an error, the status's code, else INTERNAL (an
+ * error that carries no status is a bug, and recovery answers it as INTERNAL).
+ */
+export function statusCode(err: unknown): Code {
+  if (err === undefined) return Code.OK;
+  if (err instanceof GrpcError) return err.code;
+  return asGrpcError(err)?.code ?? Code.INTERNAL;
+}
+
+/**
  * A status-bearing error as a GrpcError, or undefined when `err` carries no status
  * (a plain Error, a string…), which is the caller's cue to treat it as a bug.
  */

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { Code } from "../errors/status.js";
 import { requestLogger, rootLogger } from "../logging/logger.js";
 import type { MethodInfo } from "./types.js";
 
@@ -65,6 +66,11 @@ export class CallContext {
   get logger(): Logger {
     this.#logger ??= requestLogger(this.fields, this.#debug);
     return this.#logger;
+  }
+
+  /** Why an aborted call ended: its deadline had passed, or else it was cancelled. */
+  abortCode(): Code.DEADLINE_EXCEEDED | Code.CANCELLED {
+    return Date.now() >= this.deadline ? Code.DEADLINE_EXCEEDED : Code.CANCELLED;
   }
 
   /** Stops the handler's work: its signal aborts with `reason`. */

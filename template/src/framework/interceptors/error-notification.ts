@@ -1,5 +1,5 @@
 import type { ErrorReporter } from "../errors/reporter.js";
-import { asGrpcError, Code } from "../errors/status.js";
+import { Code, statusCode } from "../errors/status.js";
 import { observe } from "./observe.js";
 import type { Interceptor } from "./types.js";
 
@@ -15,7 +15,7 @@ export function errorNotification(reporter: ErrorReporter): Interceptor {
   return (next, method) => async (call) => {
     const notify = (error: unknown) => {
       if (error === undefined) return;
-      const code = asGrpcError(error)?.code ?? Code.INTERNAL;
+      const code = statusCode(error);
       if (!REPORTED.has(code)) return;
       const { ctx } = call;
       const cause = (error as { cause?: unknown }).cause ?? error;

@@ -1,13 +1,8 @@
 import type { Message } from "@bufbuild/protobuf";
-import { asGrpcError, Code, GrpcError } from "../errors/status.js";
+import { Code, statusCode } from "../errors/status.js";
 import type { MethodStats, ServerMetrics } from "../metrics/server-metrics.js";
 import type { CallContext } from "./context.js";
 import type { Interceptor } from "./types.js";
-
-/** The status a failed call ends with; recovery (further in) has already turned anything else into a GrpcError. */
-function codeOf(err: unknown): number {
-  return err instanceof GrpcError ? err.code : (asGrpcError(err)?.code ?? Code.INTERNAL);
-}
 
 /**
  * gRPC server metrics (go-grpc-prometheus semantics): started, received, sent per message,
@@ -30,7 +25,7 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
           stats.end(Code.OK, start);
           return result;
         } catch (err) {
-          stats.end(codeOf(err), start);
+          stats.end(statusCode(err), start);
           throw err;
         }
       };
@@ -43,7 +38,7 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
       try {
         result = await next(call);
       } catch (err) {
-        stats.end(codeOf(err), start);
+        stats.end(statusCode(err), start);
         throw err;
       }
       if ("message" in result) {
@@ -70,11 +65,11 @@ async function* counted(stream: AsyncIterable<Message>, stats: MethodStats, star
     }
     code = Code.OK;
   } catch (err) {
-    code = codeOf(err);
+    code = statusCode(err);
     throw err;
   } finally {
     // Neither finished nor failed: the consumer stopped reading early.
-    if (code === -1) code = !ctx.signal.aborted ? Code.OK : Date.now() >= ctx.deadline ? Code.DEADLINE_EXCEEDED : Code.CANCELLED;
+    if (code === -1) code = ctx.signal.aborted ? ctx.abortCode() : Code.OK;
     stats.end(code, start);
   }
 }

@@ -23,10 +23,8 @@ function recover(err: unknown, ctx: CallContext): GrpcError {
   if (status) return status;
   // The call was cancelled (client gone, deadline, force-stop) and the handler stopped on its signal: not a bug.
   if (ctx.signal.aborted) {
-    const expired = Date.now() >= ctx.deadline;
-    return new GrpcError(expired ? Code.DEADLINE_EXCEEDED : Code.CANCELLED, expired ? "deadline exceeded" : "call cancelled", {
-      cause: err,
-    });
+    const code = ctx.abortCode();
+    return new GrpcError(code, code === Code.DEADLINE_EXCEEDED ? "deadline exceeded" : "call cancelled", { cause: err });
   }
   ctx.logger.error({ err }, "handler failed; returning INTERNAL");
   return new GrpcError(Code.INTERNAL, "internal error", { cause: err });

@@ -1,4 +1,4 @@
-import { asGrpcError, Code, codeName } from "../errors/status.js";
+import { Code, codeName, statusCode } from "../errors/status.js";
 import { observe } from "./observe.js";
 import type { Interceptor } from "./types.js";
 
@@ -7,7 +7,7 @@ export function responseTimeLog(errorsOnly: boolean): Interceptor {
   return (next) => async (call) => {
     const start = performance.now();
     const done = (error: unknown) => {
-      const code = error === undefined ? Code.OK : (asGrpcError(error)?.code ?? Code.INTERNAL);
+      const code = statusCode(error);
       if (errorsOnly && code === Code.OK) return;
       call.ctx.logger.info({ grpcCode: codeName(code), took_ms: Math.round((performance.now() - start) * 1000) / 1000 }, "response time");
     };

@@ -1,6 +1,6 @@
 import type { Metadata } from "@grpc/grpc-js";
 import { type Context, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
-import { asGrpcError, Code, codeName } from "../errors/status.js";
+import { Code, codeName, statusCode } from "../errors/status.js";
 import { observe } from "./observe.js";
 import type { Interceptor } from "./types.js";
 
@@ -14,7 +14,7 @@ const metadataGetter: TextMapGetter<Metadata> = {
 };
 
 function end(span: Span, error: unknown): void {
-  const code = error === undefined ? Code.OK : (asGrpcError(error)?.code ?? Code.INTERNAL);
+  const code = statusCode(error);
   span.setAttribute("rpc.grpc.status_code", code);
   if (code !== Code.OK) span.setStatus({ code: SpanStatusCode.ERROR, message: codeName(code) });
   span.end();
