@@ -1,133 +1,22 @@
 /**
  * The real service as a child process: start-up, readiness, graceful shutdown on
- * SIGTERM, and start-up failures. Configuration comes only from the allowlist below,
- * never from the developer's shell.
+ * SIGTERM, and start-up failures (see test/support/service-process.ts).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { createServer, type Server } from "node:net";
-import { createInterface } from "node:readline";
 import { afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { readPackageJson } from "../src/framework/health/build-info.js";
+import { killServiceProcesses, startServiceProcess, withBusyPort } from "./support/service-process.js";
 
-const TEMPLATE_DIR = fileURLToPath(new URL("..", import.meta.url));
+const MAIN = "src/main.ts";
 const TEST_TIMEOUT_MS = 30_000;
 
-type LogLine = Record<string, unknown>;
-
-interface Service {
-  child: ChildProcess;
-  /** Parsed stdout JSON lines so far, in order. */
-  logs: LogLine[];
-  /** Raw stdout lines that were not JSON. */
-  otherStdout: string[];
-  stderr: () => string;
-  /** Resolves with the first log line (already seen or still to come) that matches; rejects if the process exits first. */
-  waitForLog: (what: string, match: (line: LogLine) => boolean) => Promise<LogLine>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running: ChildProcess[] = [];
-
-/** Only what node needs to run, plus the test's settings: no JWT_SECRET, API_KEYS or anything else from the shell. */
-function childEnv(settings: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"]) {
-    const value = process.env[name];
-    if (value !== undefined) env[name] = value;
-  }
-  return {
-    ...env,
-    LISTEN_HOST: "127.0.0.1",
-    GRPC_PORT: "0",
-    HTTP_PORT: "0",
-    GRPC_GRACEFUL_DURATION_IN_SECONDS: "1",
-    SHUTDOWN_DURATION_IN_SECONDS: "5",
-    ...settings,
-  };
-}
-
-function startService(settings: Record<string, string> = {}): Service {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: TEMPLATE_DIR,
-    env: childEnv(settings),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  running.push(child);
-  const logs: LogLine[] = [];
-  const otherStdout: string[] = [];
-  let stderr = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const waiters: { match: (line: LogLine) => boolean; resolve: (line: LogLine) => void }[] = [];
-  createInterface({ input: child.stdout! }).on("line", (text) => {
-    let line: LogLine;
-    try {
-      line = JSON.parse(text) as LogLine;
-    } catch {
-      otherStdout.push(text);
-      return;
-    }
-    logs.push(line);
-    for (const w of [...waiters]) {
-      if (w.match(line)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(line);
-      }
-    }
-  });
-  const exited = once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
-  // stdout may still hold lines when "exit" fires; "close" means every stream has ended.
-  const closed = once(child, "close");
-  return {
-    child,
-    logs,
-    otherStdout,
-    stderr: () => stderr,
-    exited,
-    waitForLog: (what, match) => {
-      const seen = logs.find(match);
-      if (seen) return Promise.resolve(seen);
-      return new Promise<LogLine>((resolve, reject) => {
-        waiters.push({ match, resolve });
-        closed.then(() =>
-          reject(
-            new Error(
-              `the service exited before logging ${what}; stderr:\n${stderr}\nstdout:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`,
-            ),
-          ),
-        );
-      });
-    },
-  };
-}
-
-/** Resolves once every stream of the child has closed, so its output is complete. */
-async function finished(service: Service): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const result = await service.exited;
-  if (service.child.stdout && !service.child.stdout.readableEnded) await once(service.child.stdout, "end");
-  if (service.child.stderr && !service.child.stderr.readableEnded) await once(service.child.stderr, "end");
-  return result;
-}
-
-afterEach(async () => {
-  for (const child of running.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exit = once(child, "exit");
-      child.kill("SIGKILL");
-      await exit;
-    }
-  }
-});
+afterEach(killServiceProcesses);
 
 describe("the service process", () => {
   test("drains on SIGTERM: readiness turns 503, an in-flight request completes, exit 0", { timeout: TEST_TIMEOUT_MS }, async () => {
     // debug level makes the echo handler log "echo received", which tells us the slow call has arrived.
-    const service = startService({ LOG_LEVEL: "debug" });
+    const service = startServiceProcess(MAIN, { LOG_LEVEL: "debug" });
     const ready = await service.waitForLog("ready", (l) => l.msg === "ready");
     const { grpcPort, httpPort } = ready as { grpcPort: number; httpPort: number };
     assert.ok(Number.isInteger(grpcPort) && grpcPort > 0, `grpcPort ${grpcPort}`);
@@ -177,7 +66,7 @@ describe("the service process", () => {
     assert.equal(body.message, "still answered");
     assert.ok(body.traceId.length > 0);
 
-    const { code, signal } = await finished(service);
+    const { code, signal } = await service.finished;
     assert.equal(signal, null);
     assert.equal(code, 0, `exit code; stderr:\n${service.stderr()}`);
 
@@ -192,8 +81,8 @@ describe("the service process", () => {
   });
 
   test("a bad configuration exits 1 with one stderr line per bad variable", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const service = startService({ GRPC_PORT: "abc", HTTP_PORT: "x" });
-    const { code } = await finished(service);
+    const service = startServiceProcess(MAIN, { GRPC_PORT: "abc", HTTP_PORT: "x" });
+    const { code } = await service.finished;
     assert.equal(code, 1);
     const lines = service
       .stderr()
@@ -213,15 +102,9 @@ describe("the service process", () => {
   });
 
   test("an HTTP port already in use exits 1 with a message naming the port", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const blocker: Server = createServer();
-    blocker.listen(0, "127.0.0.1");
-    await once(blocker, "listening");
-    try {
-      const address = blocker.address();
-      assert.ok(address && typeof address === "object");
-      const port = address.port;
-      const service = startService({ HTTP_PORT: String(port) });
-      const { code } = await finished(service);
+    await withBusyPort(async (port) => {
+      const service = startServiceProcess(MAIN, { HTTP_PORT: String(port) });
+      const { code } = await service.finished;
       assert.equal(code, 1);
       assert.equal(
         service.logs.find((l) => l.msg === "ready"),
@@ -236,9 +119,6 @@ describe("the service process", () => {
       assert.match(String(failure.msg), /HTTP/);
       assert.match(String(failure.msg), /EADDRINUSE|in use/);
       assert.equal(failure.level, "fatal");
-    } finally {
-      blocker.close();
-      await once(blocker, "close");
-    }
+    });
   });
 });

@@ -5,128 +5,26 @@
  * it names (never the developer's shell).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { createServer, type Server } from "node:net";
-import { createInterface } from "node:readline";
 import { afterEach, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { defineService } from "../src/framework/index.js";
 import { startTestServer } from "../src/framework/testing/harness.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
 import { exampleService } from "../src/service/example-service.js";
+import { killServiceProcesses, type LogLine, startServiceProcess, withBusyPort } from "./support/service-process.js";
 
-const TEMPLATE_DIR = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURE = "test/fixtures/lifecycle-service.ts";
 const MAIN = "src/main.ts";
 const TIMEOUT = { timeout: 30_000 };
 
-type LogLine = Record<string, unknown>;
+afterEach(killServiceProcesses);
 
-interface Child {
-  child: ChildProcess;
-  logs: LogLine[];
-  stderr: () => string;
-  waitForLog: (what: string, match: (line: LogLine) => boolean) => Promise<LogLine>;
-  /** Resolves once the process has exited and its output has ended. */
-  finished: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
-}
-
-const running: ChildProcess[] = [];
-
-afterEach(async () => {
-  for (const child of running.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exit = once(child, "exit");
-      child.kill("SIGKILL");
-      await exit;
-    }
-  }
-});
-
-function start(entry: string, settings: Record<string, string>): Child {
-  const env: Record<string, string> = {};
-  for (const name of ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"]) if (process.env[name] !== undefined) env[name] = process.env[name]!;
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
-    cwd: TEMPLATE_DIR,
-    env: {
-      ...env,
-      LISTEN_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      HTTP_PORT: "0",
-      GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.5",
-      SHUTDOWN_DURATION_IN_SECONDS: "5",
-      ...settings,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  running.push(child);
-  const logs: LogLine[] = [];
-  let stderr = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const waiters: { match: (line: LogLine) => boolean; resolve: (line: LogLine) => void }[] = [];
-  createInterface({ input: child.stdout! }).on("line", (text) => {
-    let line: LogLine;
-    try {
-      line = JSON.parse(text) as LogLine;
-    } catch {
-      return;
-    }
-    logs.push(line);
-    for (const w of [...waiters]) {
-      if (w.match(line)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(line);
-      }
-    }
-  });
-  const exited = once(child, "exit").then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-    at: Date.now(),
-  }));
-  const closed = once(child, "close");
-  const dump = () => `stderr:\n${stderr}\nstdout:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`;
-  return {
-    child,
-    logs,
-    stderr: () => stderr,
-    finished: closed.then(() => exited),
-    waitForLog: (what, match) => {
-      const seen = logs.find(match);
-      if (seen) return Promise.resolve(seen);
-      return new Promise<LogLine>((resolve, reject) => {
-        waiters.push({ match, resolve });
-        closed.then(() => reject(new Error(`exited before logging ${what}; ${dump()}`)));
-      });
-    },
-  };
-}
+/** The service (or the lifecycle fixture) as a process, with a short drain so the tests stay quick. */
+const start = (entry: string, settings: Record<string, string>) =>
+  startServiceProcess(entry, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.5", ...settings });
 
 /** A port that was free a moment ago (the OS picks it). */
 async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, "127.0.0.1");
-  await once(s, "listening");
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  await once(s, "close");
-  return port;
-}
-
-/** Holds a port for the duration of `fn`. */
-async function withBusyPort<T>(fn: (port: number) => Promise<T>): Promise<T> {
-  const blocker: Server = createServer();
-  blocker.listen(0, "127.0.0.1");
-  await once(blocker, "listening");
-  try {
-    return await fn((blocker.address() as { port: number }).port);
-  } finally {
-    blocker.close();
-    await once(blocker, "close");
-  }
+  return withBusyPort(async (port) => port);
 }
 
 /** The `hook` lines and the framework's own milestones, in the order they were logged. */
