@@ -81,6 +81,34 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
   return server;
 }
 
+/**
+ * Closes, when the server closes, every connection that has not sent a whole request yet: a client's
+ * spare keep-alive socket, a health checker's pre-opened one, a stalled upload of headers. Node's
+ * closeIdleConnections() leaves these open and its header-timeout sweep stops at close, so one such socket
+ * would hold the close, and the shutdown, until the budget runs out. A request not yet received is not in
+ * flight: nothing accepted is lost.
+ */
+function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
+  const requestless = new Set<Socket>();
+  let closing = false;
+  app.server.on("connection", (socket: Socket) => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    requestless.add(socket);
+    socket.once("close", () => requestless.delete(socket));
+  });
+  app.server.on("request", (req: IncomingMessage) => requestless.delete(req.socket));
+  // preClose runs right before fastify closes the listener.
+  app.addHook("preClose", (done) => {
+    closing = true;
+    for (const socket of requestless) socket.destroy();
+    requestless.clear();
+    done();
+  });
+}
+
 /** Compressed content types: JSON, text (not event streams), JavaScript, XML and SVG. */
 const COMPRESSIBLE = /^text\/(?!event-stream)|[+/]json(?:;|$)|^application\/(?:javascript|xml)|[+/]xml(?:;|$)/;
 
@@ -150,5 +178,6 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
     return sendFastifyError(err, reply);
   });
   app.setNotFoundHandler((_req, reply) => sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found")));
+  closeRequestlessConnectionsOnClose(app);
   return app;
 }
