@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Code, createClient, defineService, GrpcError } from "../src/framework/index.js";
 import { startTestServer } from "../src/framework/testing/harness.js";
+import { statusOf } from "../src/framework/testing/status.js";
 import { ExampleService } from "../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../src/service/example-service.js";
 
 test("the outbound client forwards trace ID and debug switch, caps the deadline, and retries UNAVAILABLE", async (t) => {
   const seen: { traceId: string; debug: boolean; deadline: number }[] = [];
@@ -49,4 +51,161 @@ test("the outbound client forwards trace ID and debug switch, caps the deadline,
   seen.length = 0;
   assert.equal((await client.echo({ message: "flaky" })).message, "downstream:flaky");
   assert.equal(seen.length, 3, "two UNAVAILABLE attempts, then success");
+});
+
+/** The value of the one sample of `name` with exactly these labels in a Prometheus exposition (undefined: no such series). */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const wanted = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .sort()
+    .join(",");
+  for (const line of text.split("\n")) {
+    const m = /^([a-zA-Z_:][\w:]*)\{(.*)\} (\S+)$/.exec(line);
+    if (m?.[1] === name && m[2]!.split(",").sort().join(",") === wanted) return Number(m[3]);
+  }
+  return undefined;
+}
+
+async function scrape(httpUrl: string): Promise<string> {
+  const res = await fetch(`${httpUrl}/metrics`);
+  assert.equal(res.status, 200);
+  return res.text();
+}
+
+const SERVICE = "example.v1.ExampleService";
+const unary = (method: string, extra: Record<string, string> = {}) => ({
+  grpc_type: "unary",
+  grpc_service: SERVICE,
+  grpc_method: method,
+  ...extra,
+});
+const stream = (method: string, extra: Record<string, string> = {}) => ({ ...unary(method, extra), grpc_type: "server_stream" });
+
+/** A downstream whose Echo fails UNAVAILABLE `failuresLeft` times for "flaky", and whose Fail fails with the asked code. */
+async function startDownstream(t: { after(fn: () => unknown): void }) {
+  const state = { failuresLeft: 0 };
+  const server = await startTestServer([
+    defineService(ExampleService, {
+      handlers: {
+        echo(request) {
+          if (request.message === "flaky" && state.failuresLeft-- > 0) throw new GrpcError(Code.UNAVAILABLE, "try again");
+          return { message: request.message };
+        },
+        async *countdown(request) {
+          for (let remaining = request.from; remaining >= 1; remaining--) yield { remaining };
+        },
+        fail(request) {
+          throw new GrpcError(request.code, "failed as asked");
+        },
+      },
+    }),
+  ]);
+  t.after(() => server.close());
+  return { server, state };
+}
+
+test("app.createClient counts its calls in grpc_client_*: by method and code, messages each way, retries, latency", async (t) => {
+  const { server: downstream, state } = await startDownstream(t);
+  const service = await startTestServer([exampleService]);
+  t.after(() => service.close());
+  const client = service.app.createClient(ExampleService, downstream.grpcAddress);
+  t.after(() => client.close());
+
+  const before = await scrape(service.httpUrl);
+  for (const labels of [unary("Echo"), stream("Countdown"), unary("Fail")]) {
+    for (const family of [
+      "grpc_client_started_total",
+      "grpc_client_msg_sent_total",
+      "grpc_client_msg_received_total",
+      "grpc_client_retries_total",
+    ]) {
+      assert.equal(sample(before, family, labels), 0, `${family} ${labels.grpc_method} exists at 0 once the client is made`);
+    }
+    assert.equal(sample(before, "grpc_client_handled_total", { ...labels, grpc_code: "OK" }), 0);
+    assert.equal(sample(before, "grpc_client_handling_seconds_count", labels), 0);
+  }
+
+  assert.equal((await client.echo({ message: "one" })).message, "one");
+  state.failuresLeft = 2;
+  assert.equal((await client.echo({ message: "flaky" })).message, "flaky", "two UNAVAILABLE attempts, then success");
+  assert.equal((await statusOf(client.fail({ code: Code.INVALID_ARGUMENT }))).code, Code.INVALID_ARGUMENT);
+  assert.equal((await statusOf(client.fail({ code: Code.UNAVAILABLE }))).code, Code.UNAVAILABLE, "still UNAVAILABLE after 4 attempts");
+  const remaining: number[] = [];
+  for await (const m of client.countdown({ from: 3 })) remaining.push(m.remaining);
+  assert.deepEqual(remaining, [3, 2, 1]);
+
+  const m = await scrape(service.httpUrl);
+  assert.equal(sample(m, "grpc_client_started_total", unary("Echo")), 2);
+  assert.equal(sample(m, "grpc_client_handled_total", unary("Echo", { grpc_code: "OK" })), 2);
+  assert.equal(sample(m, "grpc_client_msg_sent_total", unary("Echo")), 2);
+  assert.equal(sample(m, "grpc_client_msg_received_total", unary("Echo")), 2);
+  assert.equal(sample(m, "grpc_client_retries_total", unary("Echo")), 2, "the flaky call's two extra attempts");
+  assert.equal(sample(m, "grpc_client_handling_seconds_count", unary("Echo")), 2);
+
+  assert.equal(sample(m, "grpc_client_started_total", unary("Fail")), 2);
+  assert.equal(sample(m, "grpc_client_handled_total", unary("Fail", { grpc_code: "OK" })), 0);
+  assert.equal(sample(m, "grpc_client_handled_total", unary("Fail", { grpc_code: "InvalidArgument" })), 1);
+  assert.equal(sample(m, "grpc_client_handled_total", unary("Fail", { grpc_code: "Unavailable" })), 1);
+  assert.equal(sample(m, "grpc_client_msg_received_total", unary("Fail")), 0, "a failed unary call receives no message");
+  assert.equal(sample(m, "grpc_client_retries_total", unary("Fail")), 3, "INVALID_ARGUMENT is not retried; UNAVAILABLE 3 times");
+
+  assert.equal(sample(m, "grpc_client_msg_sent_total", stream("Countdown")), 1);
+  assert.equal(sample(m, "grpc_client_msg_received_total", stream("Countdown")), 3, "each streamed message");
+  assert.equal(sample(m, "grpc_client_handled_total", stream("Countdown", { grpc_code: "OK" })), 1);
+
+  // The downstream's server metrics see every attempt: one call counted by the client, four by the server.
+  const served = await scrape(downstream.httpUrl);
+  assert.equal(sample(served, "grpc_server_handled_total", unary("Fail", { grpc_code: "Unavailable" })), 4);
+  assert.equal(sample(served, "grpc_client_started_total", unary("Echo")), undefined, "the server's own clients are not involved");
+});
+
+test("a client's cancelled stream is counted Canceled, and clients of the same service share their series", async (t) => {
+  const { server: downstream } = await startDownstream(t);
+  const service = await startTestServer([exampleService]);
+  t.after(() => service.close());
+  const first = service.app.createClient(ExampleService, downstream.grpcAddress);
+  const second = service.app.createClient(ExampleService, downstream.grpcAddress);
+  t.after(() => {
+    first.close();
+    second.close();
+  });
+
+  await first.echo({ message: "a" });
+  await second.echo({ message: "b" });
+  const stop = new AbortController();
+  const cancelled = (async () => {
+    for await (const _ of first.countdown({ from: 5 }, { signal: stop.signal })) stop.abort();
+  })();
+  assert.equal((await statusOf(cancelled)).code, Code.CANCELLED);
+
+  const m = await scrape(service.httpUrl);
+  assert.equal(sample(m, "grpc_client_handled_total", unary("Echo", { grpc_code: "OK" })), 2);
+  assert.equal(sample(m, "grpc_client_handled_total", stream("Countdown", { grpc_code: "Canceled" })), 1);
+});
+
+test("the client histogram follows ENABLE_PROMETHEUS_GRPC_HISTOGRAM and its buckets; DISABLE_PROMETHEUS measures nothing", async (t) => {
+  const { server: downstream } = await startDownstream(t);
+  const withBuckets = await startTestServer([exampleService], { PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: "0.5,5" });
+  const withoutHistogram = await startTestServer([exampleService], { ENABLE_PROMETHEUS_GRPC_HISTOGRAM: "false" });
+  const disabled = await startTestServer([exampleService], { DISABLE_PROMETHEUS: "true" });
+  t.after(() => Promise.all([withBuckets.close(), withoutHistogram.close(), disabled.close()]));
+  for (const service of [withBuckets, withoutHistogram, disabled]) {
+    const client = service.app.createClient(ExampleService, downstream.grpcAddress);
+    t.after(() => client.close());
+    assert.equal((await client.echo({ message: "counted?" })).message, "counted?");
+  }
+
+  const bucketed = await scrape(withBuckets.httpUrl);
+  for (const [le, count] of [
+    ["0.5", 1],
+    ["5", 1],
+    ["+Inf", 1],
+  ] as const) {
+    assert.equal(sample(bucketed, "grpc_client_handling_seconds_bucket", unary("Echo", { le })), count);
+  }
+  const plain = await scrape(withoutHistogram.httpUrl);
+  assert.equal(sample(plain, "grpc_client_handled_total", unary("Echo", { grpc_code: "OK" })), 1);
+  assert.doesNotMatch(plain, /grpc_client_handling_seconds/);
+  assert.equal(disabled.app.metrics, undefined);
+  assert.equal((await fetch(`${disabled.httpUrl}/metrics`)).status, 404);
 });

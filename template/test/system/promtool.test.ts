@@ -32,11 +32,21 @@ test("promtool check metrics accepts the real output, after traffic of every sha
   for await (const _ of client.countdown({ from: 2 })) {
     // drain the stream
   }
+  // Outbound client metrics (grpc_client_*): the service calling itself, one call retried.
+  const outbound = server.app.createClient(ExampleService, server.grpcAddress, { maxAttempts: 2 });
+  t.after(() => outbound.close());
+  await outbound.echo({ message: "out" });
+  await statusOf(outbound.fail({ code: Code.UNAVAILABLE }));
+  for await (const _ of outbound.countdown({ from: 2 })) {
+    // drain the stream
+  }
   await (await fetch(`${server.httpUrl}/api/v1/echo/x`)).text();
   await (await fetch(`${server.httpUrl}/no/such/route`)).text();
   const res = await fetch(`${server.httpUrl}/metrics`);
   assert.equal(res.status, 200);
-  const { code, output } = await promtool(await res.text());
+  const text = await res.text();
+  assert.match(text, /^grpc_client_retries_total\{.*grpc_method="Fail"\} 1$/m, "client series are in the checked output");
+  const { code, output } = await promtool(text);
   assert.equal(output, "", "no findings");
   assert.equal(code, 0);
 });

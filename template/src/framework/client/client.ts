@@ -3,7 +3,9 @@ import { create } from "@bufbuild/protobuf";
 import { type ChannelCredentials, type ChannelOptions, credentials, Client as GrpcClient, Metadata } from "@grpc/grpc-js";
 import { context, propagation } from "@opentelemetry/api";
 import { currentContext } from "../interceptors/context.js";
+import type { ClientMetrics } from "../metrics/client-metrics.js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
+import { metricsInterceptor } from "./metrics-interceptor.js";
 
 export interface CallOptions {
   metadata?: Metadata | Record<string, string>;
@@ -21,6 +23,8 @@ export interface ClientOptions {
   /** Attempts for calls that fail UNAVAILABLE, with exponential back-off; 1 turns retries off. */
   maxAttempts?: number;
   channelOptions?: ChannelOptions;
+  /** Where the calls are counted (`grpc_client_*`); `app.createClient` passes the service's own. None: not counted. */
+  metrics?: ClientMetrics;
 }
 
 type UnaryMethod<M extends DescMethodUnary> = (
@@ -85,7 +89,10 @@ export function createClient<S extends DescService>(service: S, address: string,
 
   const client: Record<string, unknown> = { close: () => grpc.close() };
   for (const m of service.methods) {
+    if (m.methodKind !== "unary" && m.methodKind !== "server_streaming") continue;
     const d = grpcMethodDefinition(m);
+    // Resolved once per method, so a call only adds to its series.
+    const interceptors = options.metrics ? [metricsInterceptor(options.metrics.method(m))] : undefined;
     if (m.methodKind === "unary") {
       client[m.localName] = (request: object, callOptions: CallOptions = {}) =>
         new Promise<Message>((resolve, reject) => {
@@ -96,12 +103,12 @@ export function createClient<S extends DescService>(service: S, address: string,
             d.responseDeserialize,
             create(m.input, request as never),
             md,
-            { deadline },
+            { deadline, interceptors },
             (err, res) => (err ? reject(err) : resolve(res as Message)),
           );
           callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         });
-    } else if (m.methodKind === "server_streaming") {
+    } else {
       client[m.localName] = (request: object, callOptions: CallOptions = {}) => {
         const { md, deadline } = prepare(callOptions);
         const call = grpc.makeServerStreamRequest(
@@ -110,7 +117,7 @@ export function createClient<S extends DescService>(service: S, address: string,
           d.responseDeserialize,
           create(m.input, request as never),
           md,
-          { deadline },
+          { deadline, interceptors },
         );
         callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         return call as AsyncIterable<Message>;

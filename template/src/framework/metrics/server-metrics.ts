@@ -1,12 +1,12 @@
 import type { RouteOptions } from "fastify";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { Config } from "../config/schema.js";
-import { Code, codeName } from "../errors/status.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import type { MethodInfo } from "../interceptors/types.js";
+import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels } from "./call-stats.js";
+import { ClientMetrics } from "./client-metrics.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
 
-const GRPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"] as const;
 const HTTP_LABELS = ["method", "route", "status_code"] as const;
 
 /** The `route` label of gateway requests that matched no http rule (never the raw path: unbounded cardinality). */
@@ -21,49 +21,18 @@ export const CLIENT_CLOSED_REQUEST = 499;
 const PROMTOOL_REJECTED = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
 
 /** One served method's series, looked up once when the chain is composed; the interceptor only adds to them. */
-export class MethodStats {
-  readonly started: CounterSeries;
-  readonly received: CounterSeries;
-  readonly sent: CounterSeries;
+export class MethodStats extends CallStats {
   readonly rateLimited: CounterSeries;
-  /** Handled counters by numeric code; OK exists from start-up, the others appear on first use. */
-  readonly handled: (CounterSeries | undefined)[] = new Array(17).fill(undefined);
-  /** Undefined when ENABLE_PROMETHEUS_GRPC_HISTOGRAM=false. */
-  readonly duration: HistogramSeries | undefined;
-  readonly #labels: [string, string, string];
-  readonly #handledFamily: CounterFamily;
 
-  constructor(families: GrpcFamilies, info: MethodInfo) {
-    const labels: [string, string, string] = [info.kind === "unary" ? "unary" : "server_stream", info.service, info.name];
-    this.#labels = labels;
-    this.#handledFamily = families.handled;
-    this.started = families.started.series(...labels);
-    this.received = families.received.series(...labels);
-    this.sent = families.sent.series(...labels);
+  constructor(families: ServerFamilies, info: MethodInfo) {
+    const labels: GrpcLabels = [info.kind === "unary" ? "unary" : "server_stream", info.service, info.name];
+    super(families, labels);
     this.rateLimited = families.rateLimited.series(...labels);
-    this.duration = families.duration?.series(...labels);
-    this.handled[Code.OK] = families.handled.series(...labels, codeName(Code.OK));
-  }
-
-  /** Counts the end of a call with its status code; `start` is its `performance.now()` (ignored without the histogram). */
-  end(code: number, start: number): void {
-    (this.handled[code] ?? this.#handledSeries(code)).value++;
-    if (this.duration !== undefined) this.duration.observe((performance.now() - start) / 1000);
-  }
-
-  #handledSeries(code: number): CounterSeries {
-    const known = Number.isInteger(code) && code >= 0 && code <= 16 ? code : Code.UNKNOWN;
-    return (this.handled[known] ??= this.#handledFamily.series(...this.#labels, codeName(known)));
   }
 }
 
-interface GrpcFamilies {
-  started: CounterFamily;
-  handled: CounterFamily;
-  received: CounterFamily;
-  sent: CounterFamily;
+interface ServerFamilies extends CallFamilies {
   rateLimited: CounterFamily;
-  duration: HistogramFamily | undefined;
 }
 
 interface HttpSeries {
@@ -99,14 +68,16 @@ class RouteStats {
 }
 
 /**
- * The service's metrics (SPEC §4.1): gRPC server metrics as go-grpc-prometheus names them,
- * HTTP gateway metrics by route template, rate-limit rejections and Node process metrics,
+ * The service's metrics (SPEC §4.1): gRPC server and outbound client metrics as go-grpc-prometheus
+ * names them, HTTP gateway metrics by route template, rate-limit rejections and Node process metrics,
  * in a registry of their own (not prom-client's global one), so one process can run several
  * servers. A service adds its own metrics to `registry`.
  */
 export class ServerMetrics {
   readonly registry = new Registry();
-  readonly #grpc: GrpcFamilies;
+  /** `grpc_client_*` of the outbound clients made with `app.createClient` (or given `metrics: app.metrics.clients`). */
+  readonly clients: ClientMetrics;
+  readonly #grpc: ServerFamilies;
   readonly #http: { requests: CounterFamily; duration: HistogramFamily };
   readonly #methods = new Map<string, MethodStats>();
   readonly #routes = new Map<GatewayRoute, RouteStats>();
@@ -117,36 +88,14 @@ export class ServerMetrics {
     const r = this.registry;
     const buckets = config.PROMETHEUS_GRPC_HISTOGRAM_BUCKETS;
     this.#grpc = {
-      started: new CounterFamily("grpc_server_started_total", "Total number of RPCs started on the server.", GRPC_LABELS).registerIn(r),
-      handled: new CounterFamily(
-        "grpc_server_handled_total",
-        "Total number of RPCs completed on the server, regardless of success or failure.",
-        [...GRPC_LABELS, "grpc_code"],
-      ).registerIn(r),
-      received: new CounterFamily(
-        "grpc_server_msg_received_total",
-        "Total number of RPC stream messages received on the server.",
-        GRPC_LABELS,
-      ).registerIn(r),
-      sent: new CounterFamily(
-        "grpc_server_msg_sent_total",
-        "Total number of gRPC stream messages sent by the server.",
-        GRPC_LABELS,
-      ).registerIn(r),
-      duration: config.ENABLE_PROMETHEUS_GRPC_HISTOGRAM
-        ? new HistogramFamily(
-            "grpc_server_handling_seconds",
-            "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
-            GRPC_LABELS,
-            buckets,
-          ).registerIn(r)
-        : undefined,
+      ...callFamilies(r, "server", config),
       rateLimited: new CounterFamily(
         "grpc_server_rate_limited_total",
         "Total number of RPCs rejected by the rate limiter (RESOURCE_EXHAUSTED) before reaching the handler.",
         GRPC_LABELS,
       ).registerIn(r),
     };
+    this.clients = new ClientMetrics(r, config);
     this.#http = {
       requests: new CounterFamily(
         "http_server_requests_total",
