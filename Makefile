@@ -10,7 +10,7 @@ DIR ?= ./demo
 UNIT_TESTS = $(shell find test -name '*.test.ts' -not -path 'test/e2e/*' | sort)
 E2E_TESTS = $(shell find test/e2e -name '*.test.ts' 2>/dev/null | sort)
 
-.PHONY: help test test-template test-unit test-e2e demo lint build protos bench
+.PHONY: help test test-template test-unit test-e2e demo lint build protos bench soak
 
 help: ## List the targets
 	@echo "Usage: make <target>"
@@ -29,6 +29,9 @@ test-e2e: build protos template/node_modules/.package-lock.json ## Pack, scaffol
 
 bench: protos template/node_modules/.package-lock.json ## The template's load benchmarks, in place (cd template && make bench); see BENCHMARKS.md
 	$(MAKE) -C template bench
+
+soak: protos template/node_modules/.package-lock.json ## The template's 60 s mixed-load soak, in place (cd template && make soak); see BENCHMARKS.md
+	$(MAKE) -C template soak
 
 demo: build protos ## Scaffold a service with default options into DIR (./demo), install it and start it
 	@# No git repository: the demo lives inside this one and is regenerated in place with --force.
