@@ -4,7 +4,7 @@
 // at the start, middle and end, with a verdict on growth.
 //
 // Tunables (environment): SOAK_SECONDS (60), SOAK_GATEWAY_MODE (tcp | unix | in-process; unset: the
-// service's default), SOAK_RSS_TOLERANCE (0.1: the end may be 10 % above the middle).
+// service's default), SOAK_RSS_TOLERANCE (0.1: the last third's RSS floor may be 10 % above the middle third's).
 
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -73,7 +73,6 @@ const sourceModified = () =>
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const list = (m: Map<string, number>) => [...m].map(([k, v]) => `${k} ${fmt(v)}`).join(", ") || "none";
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? Number.NaN;
 
 async function main(): Promise<void> {
   for (const [tool, args] of [
@@ -143,12 +142,15 @@ async function main(): Promise<void> {
   const closedBeyond = Math.max(0, (httpStatuses.get("499") ?? 0) - WRK_CONNECTIONS);
   const failed = h2Failed! + h2Errored! + h2Timeout! + wrkErrors + notOk + cancelledBeyond + closedBeyond;
 
-  // RSS: single samples, then the verdict on medians of windows (GC makes single samples jump).
+  // RSS: single samples, then the verdict on floors. Between collections the heap climbs and drops by tens of
+  // MB over tens of seconds, so single samples or averages wander; the lowest sample of a stretch (just after a
+  // collection) tracks what stays alive, and a leak lifts it.
   const sampleAt = (fraction: number) =>
     rss.reduce((best, s) => (Math.abs(s.at - fraction * SECONDS) < Math.abs(best.at - fraction * SECONDS) ? s : best));
-  const window = (from: number, to: number) => median(rss.filter((s) => s.at >= from * SECONDS && s.at <= to * SECONDS).map((s) => s.mb));
-  const middle = window(0.4, 0.6);
-  const end = window(0.8, 1);
+  const floor = (from: number, to: number) =>
+    Math.min(...rss.filter((s) => s.at >= from * SECONDS && s.at <= to * SECONDS).map((s) => s.mb));
+  const middle = floor(1 / 3, 2 / 3);
+  const end = floor(2 / 3, 1);
   const growth = (end - middle) / middle;
   const verdict = growth <= RSS_TOLERANCE ? "no growth trend" : "GROWING";
 
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
     `  service, HTTP:    http_server_requests_total by status_code: ${list(httpStatuses)}${httpStatuses.has("499") ? ` (499 up to ${WRK_CONNECTIONS}: requests wrk left when it stopped)` : ""}`,
     `requests/s:         ${fmt(grpcRps + httpRps)} combined (gRPC ${fmt(grpcRps)} + HTTP ${fmt(httpRps)}); target ≥ ${fmt(TARGET_RPS)}: ${grpcRps + httpRps >= TARGET_RPS ? "met" : "not met"}`,
     `RSS (MB):           start ${rss[0]!.mb.toFixed(1)} (idle), after warm-up ${sampleAt(0.1).mb.toFixed(1)} (${Math.round(sampleAt(0.1).at)} s), middle ${sampleAt(0.5).mb.toFixed(1)} (${Math.round(sampleAt(0.5).at)} s), end ${sampleAt(1).mb.toFixed(1)} (${Math.round(sampleAt(1).at)} s), after the load ${rssAfter.toFixed(1)}`,
-    `RSS trend:          median of the last fifth ${end.toFixed(1)} vs the middle fifth ${middle.toFixed(1)}: ${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)} % → ${verdict} (tolerance ${(RSS_TOLERANCE * 100).toFixed(0)} %)`,
+    `RSS trend:          lowest in the last third ${end.toFixed(1)} vs in the middle third ${middle.toFixed(1)}: ${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)} % → ${verdict} (tolerance ${(RSS_TOLERANCE * 100).toFixed(0)} %)`,
     `load average at the end: ${loadavg()}`,
   ];
   process.stdout.write(`\n${lines.join("\n")}\n`);
