@@ -30,7 +30,7 @@ test-e2e: build protos template/node_modules/.package-lock.json ## Pack, scaffol
 bench: protos template/node_modules/.package-lock.json ## The template's load benchmarks, in place (cd template && make bench); see BENCHMARKS.md
 	$(MAKE) -C template bench
 
-soak: protos template/node_modules/.package-lock.json ## The template's 60 s mixed-load soak, in place (cd template && make soak); see BENCHMARKS.md
+soak: protos template/node_modules/.package-lock.json ## The template's mixed-load soak (30 s warm-up + 60 s), in place (cd template && make soak); see BENCHMARKS.md
 	$(MAKE) -C template soak
 
 demo: build protos ## Scaffold a service with default options into DIR (./demo), install it and start it

@@ -3,7 +3,10 @@
 // tools and by the service's own /metrics), the status counts, the requests/s reached and the process's RSS
 // at the start, middle and end, with a verdict on growth.
 //
-// Tunables (environment): SOAK_SECONDS (60), SOAK_GATEWAY_MODE (tcp | unix | in-process; unset: the
+// The load runs SOAK_WARMUP_SECONDS then SOAK_SECONDS without a break; the RSS verdict looks only at the second
+// part (V8 keeps growing its heap for the first half-minute or so of load).
+//
+// Tunables (environment): SOAK_SECONDS (60), SOAK_WARMUP_SECONDS (30), SOAK_GATEWAY_MODE (tcp | unix | in-process; unset: the
 // service's default), SOAK_RSS_TOLERANCE (0.1: the last third's RSS floor may be 10 % above the middle third's).
 
 import { spawnSync } from "node:child_process";
@@ -37,6 +40,8 @@ import {
 } from "./lib.js";
 
 const SECONDS = Math.round(num("SOAK_SECONDS", 60));
+const WARMUP = Math.round(num("SOAK_WARMUP_SECONDS", 30));
+const TOTAL = WARMUP + SECONDS;
 const RSS_TOLERANCE = num("SOAK_RSS_TOLERANCE", 0.1);
 const GATEWAY_MODE = process.env.SOAK_GATEWAY_MODE;
 const TARGET_RPS = 10_000;
@@ -94,7 +99,7 @@ async function main(): Promise<void> {
     `tools:    ${firstLine("h2load", ["--version"])}; ${firstLine("wrk", ["-v"])}`,
     `commit:   ${firstLine("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"])}${sourceModified() ? " (src modified)" : ""}`,
     `service:  node dist/main.js, default settings${GATEWAY_MODE ? ` but GATEWAY_MODE=${GATEWAY_MODE}` : ""} (gateway ${service.ready?.gatewayMode}), logs to a file`,
-    `load:     ${SECONDS} s, at once: h2load -c ${H2_CLIENTS} -m ${H2_STREAMS} gRPC Echo (${readFileSync(GRPC_BODY).length}-byte frame) and wrk -c ${WRK_CONNECTIONS} POST ${ECHO_ROUTE} (${HTTP_BODY.length}-byte JSON)`,
+    `load:     ${WARMUP} s warm-up + ${SECONDS} s, at once: h2load -c ${H2_CLIENTS} -m ${H2_STREAMS} gRPC Echo (${readFileSync(GRPC_BODY).length}-byte frame) and wrk -c ${WRK_CONNECTIONS} POST ${ECHO_ROUTE} (${HTTP_BODY.length}-byte JSON)`,
   ];
   process.stderr.write(`${header.join("\n")}\n`);
 
@@ -107,8 +112,8 @@ async function main(): Promise<void> {
     if (Math.round(at) % 10 === 0) progress(`${Math.round(at)} s: RSS ${rssMb(pid).toFixed(1)} MB`);
   }, 1000);
   const [h2Out, wrkOut] = await Promise.all([
-    run("h2load", ["-D", String(SECONDS), ...h2loadArgs(service.port)]),
-    run("wrk", wrkArgs(service.httpPort, ECHO_ROUTE, SECONDS), { ...process.env, BENCH_BODY: HTTP_BODY }),
+    run("h2load", ["-D", String(TOTAL), ...h2loadArgs(service.port)]),
+    run("wrk", wrkArgs(service.httpPort, ECHO_ROUTE, TOTAL), { ...process.env, BENCH_BODY: HTTP_BODY }),
   ]).finally(() => clearInterval(sampler));
   const rssAfter = rssMb(pid);
   const metricsAfter = await httpGet(service.httpPort, "/metrics");
@@ -145,10 +150,13 @@ async function main(): Promise<void> {
   // RSS: single samples, then the verdict on floors. Between collections the heap climbs and drops by tens of
   // MB over tens of seconds, so single samples or averages wander; the lowest sample of a stretch (just after a
   // collection) tracks what stays alive, and a leak lifts it.
-  const sampleAt = (fraction: number) =>
-    rss.reduce((best, s) => (Math.abs(s.at - fraction * SECONDS) < Math.abs(best.at - fraction * SECONDS) ? s : best));
+  /** The sample nearest `fraction` of the way through the soak (after the warm-up). */
+  const sampleAt = (fraction: number) => {
+    const t = WARMUP + fraction * SECONDS;
+    return rss.reduce((best, s) => (Math.abs(s.at - t) < Math.abs(best.at - t) ? s : best));
+  };
   const floor = (from: number, to: number) =>
-    Math.min(...rss.filter((s) => s.at >= from * SECONDS && s.at <= to * SECONDS).map((s) => s.mb));
+    Math.min(...rss.filter((s) => s.at >= WARMUP + from * SECONDS && s.at <= WARMUP + to * SECONDS).map((s) => s.mb));
   const middle = floor(1 / 3, 2 / 3);
   const end = floor(2 / 3, 1);
   const growth = (end - middle) / middle;
@@ -163,8 +171,8 @@ async function main(): Promise<void> {
     `  service, gRPC:    grpc_server_handled_total by grpc_code: ${list(codes)} (gRPC and gateway calls)${codes.has("CANCELLED") ? `; CANCELLED up to ${inUse} are calls the tools left when they stopped` : ""}`,
     `  service, HTTP:    http_server_requests_total by status_code: ${list(httpStatuses)}${httpStatuses.has("499") ? ` (499 up to ${WRK_CONNECTIONS}: requests wrk left when it stopped)` : ""}`,
     `requests/s:         ${fmt(grpcRps + httpRps)} combined (gRPC ${fmt(grpcRps)} + HTTP ${fmt(httpRps)}); target ≥ ${fmt(TARGET_RPS)}: ${grpcRps + httpRps >= TARGET_RPS ? "met" : "not met"}`,
-    `RSS (MB):           start ${rss[0]!.mb.toFixed(1)} (idle), after warm-up ${sampleAt(0.1).mb.toFixed(1)} (${Math.round(sampleAt(0.1).at)} s), middle ${sampleAt(0.5).mb.toFixed(1)} (${Math.round(sampleAt(0.5).at)} s), end ${sampleAt(1).mb.toFixed(1)} (${Math.round(sampleAt(1).at)} s), after the load ${rssAfter.toFixed(1)}`,
-    `RSS trend:          lowest in the last third ${end.toFixed(1)} vs in the middle third ${middle.toFixed(1)}: ${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)} % → ${verdict} (tolerance ${(RSS_TOLERANCE * 100).toFixed(0)} %)`,
+    `RSS (MB):           start ${rss[0]!.mb.toFixed(1)} (idle), after warm-up ${sampleAt(0).mb.toFixed(1)} (${Math.round(sampleAt(0).at)} s), middle ${sampleAt(0.5).mb.toFixed(1)} (${Math.round(sampleAt(0.5).at)} s), end ${sampleAt(1).mb.toFixed(1)} (${Math.round(sampleAt(1).at)} s), after the load ${rssAfter.toFixed(1)}`,
+    `RSS trend:          lowest in the soak's last third ${end.toFixed(1)} vs in its middle third ${middle.toFixed(1)}: ${growth >= 0 ? "+" : ""}${(growth * 100).toFixed(1)} % → ${verdict} (tolerance ${(RSS_TOLERANCE * 100).toFixed(0)} %)`,
     `load average at the end: ${loadavg()}`,
   ];
   process.stdout.write(`\n${lines.join("\n")}\n`);
