@@ -1,19 +1,11 @@
-import type { Message } from "@bufbuild/protobuf";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  credentials,
-  Metadata,
-} from "@grpc/grpc-js";
+import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import { Metadata } from "@grpc/grpc-js";
 import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { CallContext, runInContext } from "../interceptors/context.js";
 import type { CallResult } from "../interceptors/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
-import { grpcMethodDefinition } from "../server/grpc-definition.js";
 import type { BoundMethod } from "../server/methods.js";
+import { GrpcWireClient, type WireClientOptions } from "./grpc-wire-client.js";
 
 /**
  * What a call through the gateway produced. The response header metadata is kept whether the call
@@ -104,69 +96,43 @@ async function* iterateInContext(ctx: CallContext, stream: AsyncIterable<Message
 }
 
 /**
- * A grpc-js client of the local server (TCP loopback or a Unix socket), so the chain runs on
- * the gRPC side exactly as for any other client. Method definitions are made once per method.
+ * A gRPC client of the local server (TCP loopback, TLS or a Unix socket), so the chain runs on the
+ * gRPC side exactly as for any other client. It speaks gRPC on node:http2 directly (grpc-wire-client.ts):
+ * grpc-js's client layers cost most of a gateway request over a socket.
  */
-export function grpcInvoker(
-  target: string,
-  channelCredentials: ChannelCredentials = credentials.createInsecure(),
-  options: object = {},
-): Invoker {
-  const client = new Client(target, channelCredentials, options);
-  const definitions = new Map<string, ReturnType<typeof grpcMethodDefinition>>();
-  const definitionOf = (m: BoundMethod) => {
-    let d = definitions.get(m.info.path);
-    if (!d) definitions.set(m.info.path, (d = grpcMethodDefinition(m.info.desc)));
+export function grpcInvoker(target: string, options: WireClientOptions = {}): Invoker {
+  const client = new GrpcWireClient(target, options);
+  const decoders = new Map<string, (bytes: Buffer) => Message>();
+  const decoderOf = (m: BoundMethod) => {
+    let d = decoders.get(m.info.path);
+    if (!d) {
+      const output = m.info.desc.output;
+      decoders.set(m.info.path, (d = (bytes) => fromBinary(output, bytes)));
+    }
     return d;
   };
-  const noOptions: CallOptions = {};
   return {
     invoke(method, request, { metadata, controller, httpPath, deadline }) {
-      const { signal } = controller;
-      const d = definitionOf(method);
-      metadata.set(GATEWAY_PATH_KEY, httpPath);
-      const callOptions = deadline === Number.POSITIVE_INFINITY ? noOptions : { deadline: new Date(deadline) };
       const header = new Metadata();
       const trailer = new Metadata();
+      let message: Uint8Array;
+      try {
+        message = toBinary(method.info.desc.input, request);
+      } catch (error) {
+        return Promise.resolve({ header, trailer, result: { error } });
+      }
+      metadata.set(GATEWAY_PATH_KEY, httpPath);
+      const call = { path: method.info.path, metadata, message, deadline, signal: controller.signal, header, trailer };
+      const decode = decoderOf(method);
       if (method.info.kind === "unary") {
         return new Promise<GatewayCall>((resolve) => {
-          const call: ClientUnaryCall = client.makeUnaryRequest(
-            d.path,
-            d.requestSerialize,
-            d.responseDeserialize,
-            request,
-            metadata,
-            callOptions,
-            (error, message) => {
-              signal.removeEventListener("abort", cancel);
-              // grpc-js emits "status" (the trailers) right after this callback, before the promise settles.
-              resolve({ header, trailer, result: error ? { error } : { message: message as Message } });
-            },
-          );
-          const cancel = () => call.cancel();
-          signal.addEventListener("abort", cancel, { once: true });
-          call.on("metadata", (md: Metadata) => header.merge(md));
-          call.on("status", (status: { metadata: Metadata }) => trailer.merge(status.metadata));
+          client.unary(call, decode, (error, response) => resolve({ header, trailer, result: error ? { error } : { message: response! } }));
         });
       }
-      const call = client.makeServerStreamRequest(d.path, d.requestSerialize, d.responseDeserialize, request, metadata, callOptions);
-      const cancel = () => call.cancel();
-      signal.addEventListener("abort", cancel, { once: true });
-      call.on("metadata", (md: Metadata) => header.merge(md));
-      call.on("status", (status: { metadata: Metadata }) => trailer.merge(status.metadata));
-      return Promise.resolve({ header, trailer, result: { stream: readStream(call, () => signal.removeEventListener("abort", cancel)) } });
+      return Promise.resolve({ header, trailer, result: { stream: client.serverStream(call, decode) } });
     },
     close() {
       client.close();
     },
   };
-}
-
-async function* readStream(call: ClientReadableStream<unknown>, done: () => void): AsyncGenerator<Message> {
-  try {
-    for await (const message of call) yield message as Message;
-  } finally {
-    done();
-    call.cancel(); // no-op after a normal end; stops the server side if the reader left early
-  }
 }

@@ -173,12 +173,7 @@ export class App {
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT, tls?.server);
       const target = this.#socket?.target ?? `${localHost.includes(":") ? `[${localHost}]` : localHost}:${grpcPort}`;
-      this.#invoker =
-        mode === "in-process"
-          ? inProcessInvoker()
-          : tls
-            ? grpcInvoker(target, tls.gatewayCredentials, tls.gatewayOptions)
-            : grpcInvoker(target);
+      this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(target, { tls: tls?.gateway });
       await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP", "HTTP_PORT");
       const httpPort = boundPort(http, config.HTTP_PORT);
       let adminPort: number | undefined;

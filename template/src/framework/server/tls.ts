@@ -1,16 +1,19 @@
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { createSecureContext } from "node:tls";
-import { type ChannelCredentials, credentials, ServerCredentials } from "@grpc/grpc-js";
+import { createSecureContext, type SecureContext } from "node:tls";
+import { ServerCredentials } from "@grpc/grpc-js";
 import type { Config } from "../config/schema.js";
 
 /** gRPC over TLS: the server's credentials, and how the gateway's loopback client trusts it. */
 export interface GrpcTls {
   server: ServerCredentials;
-  /** Trusts exactly the configured certificate (chain), not the system roots. */
-  gatewayCredentials: ChannelCredentials;
-  /** Channel options of the gateway's client: the name to verify when it dials 127.0.0.1, if the certificate lacks that IP. */
-  gatewayOptions: Record<string, string>;
+  /** How the gateway's client trusts the server. */
+  gateway: {
+    /** Trusts exactly the configured certificate (chain), not the system roots. */
+    secureContext: SecureContext;
+    /** The name to verify (and send as SNI) when it dials 127.0.0.1, if the certificate lacks that IP. */
+    serverName: string | undefined;
+  };
 }
 
 function read(variable: string, path: string): Buffer {
@@ -61,10 +64,8 @@ export function loadGrpcTls(
   }
   // The certificate file is the only trust root; a partial chain (Node ≥ 20.18) lets a CA-issued leaf be trusted as itself.
   const context = createSecureContext({ ca: cert, allowPartialTrustChain: true });
-  const name = targetNameOverride(leaf, gatewayHost);
   return {
     server: ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false),
-    gatewayCredentials: credentials.createFromSecureContext(context),
-    gatewayOptions: name ? { "grpc.ssl_target_name_override": name, "grpc.default_authority": name } : {},
+    gateway: { secureContext: context, serverName: targetNameOverride(leaf, gatewayHost) },
   };
 }

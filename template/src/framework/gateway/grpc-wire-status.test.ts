@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { constants } from "node:http2";
+import { describe, test } from "node:test";
+import { Metadata } from "@grpc/grpc-js";
+import { Code } from "../errors/status.js";
+import { grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
+
+describe("grpcTimeout", () => {
+  test("milliseconds rounded up while they fit in 8 digits, then coarser units", () => {
+    assert.equal(grpcTimeout(150), "150m");
+    assert.equal(grpcTimeout(0.2), "1m");
+    assert.equal(grpcTimeout(-5), "0m");
+    assert.equal(grpcTimeout(99_999_999), "99999999m");
+    assert.equal(grpcTimeout(100_000_000), "100000S");
+    assert.equal(grpcTimeout(2e11), "3333334M");
+  });
+});
+
+describe("statusFromTrailers", () => {
+  test("OK is no error; the trailer keeps everything but grpc-status and grpc-message", () => {
+    const trailer = new Metadata();
+    assert.equal(statusFromTrailers({ "grpc-status": "0", "grpc-message": "", k: "v" }, 200, trailer), undefined);
+    assert.deepEqual(trailer.getMap(), { k: "v" });
+  });
+
+  test("no grpc-status: the HTTP status maps, else UNKNOWN", () => {
+    assert.equal(statusFromTrailers({}, 404, new Metadata())?.code, Code.UNIMPLEMENTED);
+    assert.equal(statusFromTrailers({}, 500, new Metadata())?.code, Code.UNKNOWN);
+    assert.equal(statusFromTrailers({}, 200, new Metadata())?.message, "No status information received");
+    assert.equal(statusFromTrailers({ "grpc-status": "x" }, 200, new Metadata())?.code, Code.UNKNOWN);
+  });
+
+  test("custom -bin values folded into one header are split", () => {
+    const trailer = new Metadata();
+    statusFromTrailers(
+      { "grpc-status": "0", "k-bin": `${Buffer.from("a").toString("base64")}, ${Buffer.from("b").toString("base64")}` },
+      200,
+      trailer,
+    );
+    assert.deepEqual(trailer.get("k-bin"), [Buffer.from("a"), Buffer.from("b")]);
+  });
+});
+
+describe("statusFromClose", () => {
+  test("a socket error or a lost connection is UNAVAILABLE; our own cancel on a live session is CANCELLED", () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" });
+    assert.equal(statusFromClose(constants.NGHTTP2_CANCEL, refused, true, new Metadata()).code, Code.UNAVAILABLE);
+    assert.equal(statusFromClose(constants.NGHTTP2_CANCEL, undefined, true, new Metadata()).code, Code.UNAVAILABLE);
+    assert.equal(statusFromClose(constants.NGHTTP2_CANCEL, undefined, false, new Metadata()).code, Code.CANCELLED);
+    const reset = Object.assign(new Error("Stream closed with error code NGHTTP2_INTERNAL_ERROR"), { code: "ERR_HTTP2_STREAM_ERROR" });
+    assert.equal(statusFromClose(constants.NGHTTP2_INTERNAL_ERROR, reset, false, new Metadata()).code, Code.INTERNAL);
+  });
+});
