@@ -226,3 +226,29 @@ test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams fini
 });
 
 const countdown = (from: number) => Array.from({ length: from }, (_, i) => from - i);
+
+test("a call still running when SHUTDOWN_DURATION_IN_SECONDS runs out is cut (CANCELLED); the stop still completes, exit 0", {
+  timeout: 30_000,
+}, async (t) => {
+  const service = startServiceProcess("src/main.ts", { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2", SHUTDOWN_DURATION_IN_SECONDS: "2" });
+  const { grpcPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number };
+  const client = createClient(ExampleService, `127.0.0.1:${grpcPort}`, { maxAttempts: 1 });
+  t.after(() => client.close());
+  const call = client.echo({ message: "too slow", traceId: "over-budget", debug: true, delayMs: 30_000 }).then(
+    () => "answered",
+    (err: { code: number }) => err.code,
+  );
+  await service.waitForLog("echo received", (l) => l.msg === "echo received" && l.trace === "over-budget");
+  service.child.kill("SIGTERM");
+
+  assert.equal(await call, Code.CANCELLED);
+  const { code } = await service.finished;
+  assert.equal(code, 0, `exit code; stdout:\n${service.logs.map((l) => JSON.stringify(l)).join("\n")}`);
+  assert.ok(service.logs.some((l) => l.msg === "shutdown budget spent: servers force-stopped" && l.level === "warn"));
+  // The stop steps ran after the cut and, having nothing to wait for, are not reported as overrunning it.
+  assert.deepEqual(
+    service.logs.filter((l) => l.level === "error" || l.level === "fatal").map((l) => l.msg),
+    [],
+  );
+  assert.ok(service.logs.some((l) => l.msg === "stopped"));
+});

@@ -236,10 +236,14 @@ export class App {
         this.log.error({ err: outcome, step: name }, `shutdown: ${name} failed`);
       }
     };
+    // Only hooks some service defines are steps: once the budget is spent, even a step with nothing to run would
+    // lose the race against it and count as overrun (exit 1).
+    const hookStep = (name: HookName, ...args: unknown[]) =>
+      this.#services.some((s) => (s as LifecycleHooks)[name]) ? step(name, () => this.#hooks(name, ...args)) : undefined;
     this.log.info("shutting down");
-    await step("preStop", () => this.#hooks("preStop"));
+    await hookStep("preStop");
     this.readiness.fail();
-    await step("failCheck", () => this.#hooks("failCheck", true));
+    await hookStep("failCheck", true);
     await sleep(config.GRPC_GRACEFUL_DURATION_IN_SECONDS * 1000, undefined, { signal: budget }).catch(noop);
     if (this.#workers.size > 0) {
       await step("workers", () => this.#workers.stop());
@@ -249,8 +253,8 @@ export class App {
     await this.#closeServers(budget);
     if (budget.aborted)
       this.log.warn({ budgetSeconds: config.SHUTDOWN_DURATION_IN_SECONDS }, "shutdown budget spent: servers force-stopped");
-    await step("stop", () => this.#hooks("stop"));
-    await step("postStop", () => this.#hooks("postStop"));
+    await hookStep("stop");
+    await hookStep("postStop");
     // Last: spans and error reports of the final calls still go out (within what is left of the budget).
     await Promise.race([Promise.allSettled([this.#tracing?.shutdown(), this.#reporter.flush?.(2000)]), abortion(budget)]);
     this.log.info("stopped");
