@@ -167,6 +167,31 @@ describe("the interceptor chain", () => {
     assert.deepEqual(order, ["custom:in", "x:in", "y:in", "handler", "y:out", "x:out", "custom:out"]);
   });
 
+  test("an interceptor that throws synchronously fails the call as a rejection; the one above sees it from next()", async () => {
+    const refused = new GrpcError(Code.PERMISSION_DENIED, "no");
+    let seenAbove: unknown;
+    const above: NamedInterceptor = {
+      name: "above",
+      // Not async: a synchronous throw from next() would escape this .then() chain.
+      interceptor: (next) => (call) =>
+        next(call).catch((err: unknown) => {
+          seenAbove = err;
+          throw err;
+        }),
+    };
+    const thrower: NamedInterceptor = {
+      name: "thrower",
+      interceptor: () => () => {
+        throw refused;
+      },
+    };
+    const invoke = new Chain([above, thrower]).compose(echoInfo, async () => ({ message: create(EchoResponseSchema) }));
+    const outcome = invoke(callOf());
+    assert.ok(outcome instanceof Promise);
+    assert.equal(await rejection(outcome), refused);
+    assert.equal(seenAbove, refused);
+  });
+
   test("prepend after compose throws", () => {
     const chain = new Chain(defaults({}));
     chain.compose(echoInfo, async () => ({ message: create(EchoResponseSchema) }));

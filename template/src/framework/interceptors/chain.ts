@@ -84,6 +84,24 @@ export class Chain {
   /** Composes the chain around one method's handler; done once per method at start-up. */
   compose(method: MethodInfo, handler: Next): Next {
     this.#frozen = true;
-    return this.entries().reduceRight<Next>((next, { interceptor }) => interceptor(next, method), handler);
+    return this.entries().reduceRight<Next>((next, { interceptor }) => {
+      const step = interceptor(next, method);
+      return step === next ? next : rejecting(step);
+    }, rejecting(handler));
   }
+}
+
+/**
+ * Interceptors that need no `await` are plain functions (each async layer costs a promise per call) and
+ * may throw; this turns such a throw into a rejection, so every `next` an interceptor calls returns a
+ * promise and never throws.
+ */
+function rejecting(next: Next): Next {
+  return (call) => {
+    try {
+      return next(call);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
 }

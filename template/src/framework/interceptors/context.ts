@@ -11,8 +11,11 @@ export interface CallContextInit {
   method: MethodInfo;
   transport: Transport;
   metadata: Metadata;
-  /** Owned by the transport, which aborts it when the client goes away; the chain aborts it on expiry. */
-  controller: AbortController;
+  /**
+   * A controller the transport already owns (the gateway's, aborted when the HTTP client goes away).
+   * Without one, the context makes its own on first use of `signal`: most handlers never read it.
+   */
+  controller?: AbortController;
   /** Absolute deadline in ms since the epoch; Infinity when the caller set none. */
   deadline: number;
   /** Set for calls that arrived through the HTTP gateway. */
@@ -28,9 +31,9 @@ export class CallContext {
   readonly transport: Transport;
   /** Incoming request metadata (HTTP headers arrive here as metadata too). */
   readonly metadata: Metadata;
-  /** Aborts when the client goes away, the deadline passes or the server force-stops. */
-  readonly signal: AbortSignal;
-  readonly #controller: AbortController;
+  #controller: AbortController | undefined;
+  #aborted = false;
+  #abortReason: unknown;
   deadline: number;
   /** Metadata sent before the first response message (`Grpc-Metadata-*` headers over HTTP). */
   readonly responseHeader = new Metadata();
@@ -56,7 +59,6 @@ export class CallContext {
     this.transport = init.transport;
     this.metadata = init.metadata;
     this.#controller = init.controller;
-    this.signal = init.controller.signal;
     this.deadline = init.deadline;
     this.fields =
       init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
@@ -68,6 +70,20 @@ export class CallContext {
     return this.#logger;
   }
 
+  /** Aborts when the client goes away, the deadline passes or the server force-stops. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#abortReason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Whether the call was aborted; unlike `signal.aborted`, it makes no AbortController. */
+  get aborted(): boolean {
+    return this.#aborted || this.#controller?.signal.aborted === true;
+  }
+
   /** Why an aborted call ended: its deadline had passed, or else it was cancelled. */
   abortCode(): Code.DEADLINE_EXCEEDED | Code.CANCELLED {
     return Date.now() >= this.deadline ? Code.DEADLINE_EXCEEDED : Code.CANCELLED;
@@ -75,7 +91,10 @@ export class CallContext {
 
   /** Stops the handler's work: its signal aborts with `reason`. */
   abort(reason: unknown): void {
-    this.#controller.abort(reason);
+    if (this.aborted) return;
+    this.#aborted = true;
+    this.#abortReason = reason;
+    this.#controller?.abort(reason);
   }
 
   get debug(): boolean {

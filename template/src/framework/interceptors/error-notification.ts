@@ -1,7 +1,7 @@
 import type { ErrorReporter } from "../errors/reporter.js";
 import { Code, statusCode } from "../errors/status.js";
 import { observe } from "./observe.js";
-import type { Interceptor } from "./types.js";
+import type { Call, Interceptor } from "./types.js";
 
 /** Server errors only: a client's mistake (InvalidArgument, NotFound…) is not worth waking anyone. */
 const REPORTED = new Set<Code>([Code.UNKNOWN, Code.INTERNAL, Code.DATA_LOSS, Code.UNAVAILABLE]);
@@ -12,8 +12,8 @@ const REPORTED = new Set<Code>([Code.UNKNOWN, Code.INTERNAL, Code.DATA_LOSS, Cod
  * already turned panics into INTERNAL; the original error travels as the status's cause.
  */
 export function errorNotification(reporter: ErrorReporter): Interceptor {
-  return (next, method) => async (call) => {
-    const notify = (error: unknown) => {
+  return (next, method) => {
+    const notify = (call: Call, error: unknown) => {
       if (error === undefined) return;
       const code = statusCode(error);
       if (!REPORTED.has(code)) return;
@@ -29,11 +29,15 @@ export function errorNotification(reporter: ErrorReporter): Interceptor {
         }
       });
     };
-    try {
-      return observe(await next(call), notify);
-    } catch (err) {
-      notify(err);
-      throw err;
-    }
+    return async (call) => {
+      let result: Awaited<ReturnType<typeof next>>;
+      try {
+        result = await next(call);
+      } catch (err) {
+        notify(call, err);
+        throw err;
+      }
+      return "message" in result ? result : observe(result, (error) => notify(call, error));
+    };
   };
 }

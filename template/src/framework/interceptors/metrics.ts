@@ -69,7 +69,7 @@ async function* counted(stream: AsyncIterable<Message>, stats: MethodStats, star
     throw err;
   } finally {
     // Neither finished nor failed: the consumer stopped reading early.
-    if (code === -1) code = ctx.signal.aborted ? ctx.abortCode() : Code.OK;
+    if (code === -1) code = ctx.aborted ? ctx.abortCode() : Code.OK;
     stats.end(code, start);
   }
 }

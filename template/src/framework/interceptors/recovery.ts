@@ -22,7 +22,7 @@ function recover(err: unknown, ctx: CallContext): GrpcError {
   const status = asGrpcError(err);
   if (status) return status;
   // The call was cancelled (client gone, deadline, force-stop) and the handler stopped on its signal: not a bug.
-  if (ctx.signal.aborted) {
+  if (ctx.aborted) {
     const code = ctx.abortCode();
     return new GrpcError(code, code === Code.DEADLINE_EXCEEDED ? "deadline exceeded" : "call cancelled", { cause: err });
   }

@@ -1,21 +1,28 @@
 import { Code, codeName, statusCode } from "../errors/status.js";
+import { writeCallLine } from "../logging/call-line.js";
 import { observe } from "./observe.js";
-import type { Interceptor } from "./types.js";
+import type { Call, Interceptor } from "./types.js";
 
 /** One line per call with its method, code and duration; `errorsOnly` keeps just the failures. */
 export function responseTimeLog(errorsOnly: boolean): Interceptor {
+  const log = (call: Call, start: number, error: unknown) => {
+    const code = statusCode(error);
+    if (errorsOnly && code === Code.OK) return;
+    writeCallLine(call.ctx, { grpcCode: codeName(code), took_ms: Math.round((performance.now() - start) * 1000) / 1000 }, "response time");
+  };
   return (next) => async (call) => {
     const start = performance.now();
-    const done = (error: unknown) => {
-      const code = statusCode(error);
-      if (errorsOnly && code === Code.OK) return;
-      call.ctx.logger.info({ grpcCode: codeName(code), took_ms: Math.round((performance.now() - start) * 1000) / 1000 }, "response time");
-    };
+    let result: Awaited<ReturnType<typeof next>>;
     try {
-      return observe(await next(call), done);
+      result = await next(call);
     } catch (err) {
-      done(err);
+      log(call, start, err);
       throw err;
     }
+    if ("message" in result) {
+      log(call, start, undefined);
+      return result;
+    }
+    return observe(result, (error) => log(call, start, error));
   };
 }

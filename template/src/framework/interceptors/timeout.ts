@@ -1,5 +1,5 @@
 import { Code, GrpcError } from "../errors/status.js";
-import type { Interceptor } from "./types.js";
+import type { CallResult, Interceptor } from "./types.js";
 
 const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
 
@@ -11,7 +11,7 @@ const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline e
 export function defaultTimeout(seconds: number): Interceptor {
   return (next, method) => {
     if (method.kind !== "unary") return next;
-    return async (call) => {
+    return (call) => {
       const { ctx } = call;
       if (ctx.deadline === Number.POSITIVE_INFINITY) {
         if (seconds === 0) return next(call);
@@ -19,20 +19,21 @@ export function defaultTimeout(seconds: number): Interceptor {
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
+      // One promise settled by whichever comes first, rather than a Promise.race and its extra promises.
+      return new Promise<CallResult>((resolve, reject) => {
+        const timer = setTimeout(() => {
           // Made only when the deadline really passes: most calls never need it.
           const expired = deadlineExceeded();
           ctx.abort(expired);
           reject(expired);
         }, remaining);
+        const settle = (error: unknown, result?: CallResult) => {
+          clearTimeout(timer);
+          if (result) resolve(result);
+          else reject(error);
+        };
+        next(call).then((result) => settle(undefined, result), settle);
       });
-      try {
-        return await Promise.race([next(call), deadline]);
-      } finally {
-        clearTimeout(timer);
-      }
     };
   };
 }

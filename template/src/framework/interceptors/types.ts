@@ -30,6 +30,8 @@ export type Next = (call: Call) => Promise<CallResult>;
  * An interceptor wraps the rest of the chain. It is built once per method at start-up,
  * so whatever depends only on the method (labels, validators, filters) is computed
  * there and not on every call: `(next, method) => async (call) => { …; return next(call); }`.
- * Returning `next` itself skips the interceptor for that method at zero cost.
+ * Returning `next` itself skips the interceptor for that method at zero cost. One that needs no
+ * `await` can be a plain function that returns `next(call)` and throws to fail the call: the
+ * chain turns the throw into a rejection, and the `next` it is given never throws.
  */
 export type Interceptor = (next: Next, method: MethodInfo) => Next;

@@ -16,12 +16,25 @@ const FIELDS = Symbol("callFields");
 type WithFields = Logger & { [FIELDS]?: Record<string, unknown> };
 const NO_FIELDS = Object.freeze({});
 
+let lastMs = 0;
+let lastTimestamp = "";
+
+/** The `@timestamp` member; a busy service writes several lines per millisecond, so it is formatted once per ms. */
+export function timestamp(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastTimestamp = `,"@timestamp":"${new Date(now).toISOString()}"`;
+  }
+  return lastTimestamp;
+}
+
 function pinoOptions(level: LogLevel): LoggerOptions {
   return {
     level,
     base: undefined, // no pid/hostname: the platform adds those
     messageKey: "msg",
-    timestamp: () => `,"@timestamp":"${new Date().toISOString()}"`,
+    timestamp,
     formatters: { level: (label) => ({ level: label }) },
     // Reads the mutable bag at write time, so fields added late in a call still show.
     mixin: (_merge, _level, logger) => (logger as WithFields)[FIELDS] ?? NO_FIELDS,
@@ -40,12 +53,41 @@ function prettyStream(): DestinationStream | undefined {
   }
 }
 
+/** Lines are written when this much is buffered… */
+const BATCH_BYTES = 4096;
+/** …or this long after the first unwritten line, whichever comes first. */
+const BATCH_MS = 50;
+
+/**
+ * stdout, written asynchronously (off the request path) and in batches: a busy service writes a line
+ * per call, and a write per line costs a thread-pool round trip each. sonic-boom's `minLength` holds
+ * lines until 4 KiB are buffered; the timer sends a quiet service's lines out within 50 ms.
+ * flushLogs() writes what is left on exit.
+ */
+function batchedStdout(): DestinationStream {
+  const out = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES });
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    try {
+      out.flush();
+    } catch {
+      // Already closed: the process is exiting and flushLogs() wrote the rest.
+    }
+  };
+  const write = out.write.bind(out);
+  out.write = (line: string) => {
+    if (!scheduled) {
+      scheduled = true;
+      setTimeout(flush, BATCH_MS).unref();
+    }
+    return write(line);
+  };
+  return out;
+}
+
 function createLogger(options: LoggingOptions): Logger {
-  const destination =
-    options.destination ??
-    (options.format === "pretty" ? prettyStream() : undefined) ??
-    // Asynchronous writes keep logging off the request path; flushLogs() drains them on exit.
-    pino.destination({ dest: 1, sync: false, minLength: 0 });
+  const destination = options.destination ?? (options.format === "pretty" ? prettyStream() : undefined) ?? batchedStdout();
   return pino(pinoOptions(options.level), destination);
 }
 

@@ -15,21 +15,19 @@ type GrpcCall = ServerUnaryCall<Message, Message> | ServerWritableStream<Message
 const CANCELLED = new Error("call cancelled");
 
 function contextFor(info: MethodInfo, call: GrpcCall): CallContext {
-  const controller = new AbortController();
   const deadline = call.getDeadline();
   const httpPath = call.metadata.get(GATEWAY_PATH_KEY)[0];
   const ctx = new CallContext({
     method: info,
     transport: "grpc",
     metadata: call.metadata,
-    controller,
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
     httpPath: typeof httpPath === "string" ? httpPath : undefined,
   });
   // grpc-js reports a client cancel, an expired deadline and a force-stop as "cancelled" — and
   // also every normal end of the stream, which must not abort anything.
-  call.once("cancelled", () => {
-    if (!ctx.answered) controller.abort(CANCELLED);
+  call.on("cancelled", () => {
+    if (!ctx.answered) ctx.abort(CANCELLED);
   });
   return ctx;
 }
@@ -68,7 +66,7 @@ export function grpcHandler(method: BoundMethod) {
         const result = await invoke({ method: info, ctx, request: call.request });
         if (!("stream" in result)) throw new Error(`${info.path}: handler returned a single message for a streaming method`);
         for await (const message of result.stream) {
-          if (ctx.signal.aborted) break; // the client is gone; leaving the loop ends the handler's generator
+          if (ctx.aborted) break; // the client is gone; leaving the loop ends the handler's generator
           if (!headerSent) {
             sendHeader(call, ctx.responseHeader);
             headerSent = true;
@@ -79,7 +77,7 @@ export function grpcHandler(method: BoundMethod) {
         ctx.answered = true;
         call.end(ctx.responseTrailer);
       } catch (err) {
-        if (ctx.signal.aborted) return; // nobody left to tell
+        if (ctx.aborted) return; // nobody left to tell
         ctx.answered = true;
         call.emit(
           "error",

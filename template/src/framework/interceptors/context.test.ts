@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Metadata } from "@grpc/grpc-js";
+import { ExampleService } from "../../gen/example/v1/example_pb.js";
+import { methodInfo } from "../server/methods.js";
+import { CallContext } from "./context.js";
+
+const contextOf = (controller?: AbortController) =>
+  new CallContext({
+    method: methodInfo(ExampleService.method.echo),
+    transport: "grpc",
+    metadata: new Metadata(),
+    controller,
+    deadline: Number.POSITIVE_INFINITY,
+  });
+
+describe("a call's abort signal", () => {
+  test("a call aborted before anyone asked for its signal hands out one already aborted, with the reason", () => {
+    const ctx = contextOf();
+    const reason = new Error("client gone");
+    assert.equal(ctx.aborted, false);
+    ctx.abort(reason);
+    assert.equal(ctx.aborted, true);
+    assert.equal(ctx.signal.aborted, true);
+    assert.equal(ctx.signal.reason, reason);
+  });
+
+  test("a signal taken before the abort fires its listeners once, and a second abort keeps the first reason", () => {
+    const ctx = contextOf();
+    const reasons: unknown[] = [];
+    ctx.signal.addEventListener("abort", () => reasons.push(ctx.signal.reason));
+    ctx.abort("first");
+    ctx.abort("second");
+    assert.deepEqual(reasons, ["first"]);
+    assert.equal(ctx.signal, ctx.signal);
+  });
+
+  test("a transport's own controller is the call's: aborted from outside, the call is aborted", () => {
+    const controller = new AbortController();
+    const ctx = contextOf(controller);
+    assert.equal(ctx.signal, controller.signal);
+    controller.abort("http client gone");
+    assert.equal(ctx.aborted, true);
+    assert.equal(ctx.signal.reason, "http client gone");
+  });
+});

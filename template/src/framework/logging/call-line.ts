@@ -1,0 +1,49 @@
+import pino, { type DestinationStream, type Logger } from "pino";
+import { rootLogger, timestamp } from "./logger.js";
+
+/** Keys the record itself owns: a bag that sets one of them goes through pino, which settles the clash. */
+const RESERVED = new Set(["level", "@timestamp", "msg"]);
+
+/**
+ * The members of `fields` then `extra` as JSON text (`,"k":v…`), or undefined when a value is not a plain
+ * string, number or boolean, or a key would appear twice: those lines need pino's general path.
+ */
+function members(fields: Record<string, unknown>, extra: Record<string, string | number>): string | undefined {
+  let out = "";
+  for (const key in fields) {
+    const value = fields[key];
+    if (value === undefined) continue; // as pino: an undefined field is left out
+    const type = typeof value;
+    if ((type !== "string" && type !== "number" && type !== "boolean") || RESERVED.has(key) || key in extra) return undefined;
+    out += `,${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  }
+  for (const key in extra) out += `,"${key}":${JSON.stringify(extra[key])}`;
+  return out;
+}
+
+/** What a call offers for logging (the CallContext). */
+export interface CallLog {
+  readonly fields: Record<string, unknown>;
+  /** The call logs at debug whatever LOG_LEVEL says. */
+  readonly debug: boolean;
+  /** The call's logger: its lines carry `fields`. */
+  readonly logger: Logger;
+}
+
+/**
+ * Writes the call's info line `msg` with its field bag plus `extra`: the record `call.logger.info(extra, msg)`
+ * writes. Every call writes one (the response time), so when the bag holds only plain values — the usual
+ * case — it skips pino's general path (a child logger, the mixin merge, per-key serialisation: about 4 µs)
+ * and hands one prebuilt string to the same destination. `extra` keys must be plain identifiers.
+ */
+export function writeCallLine(call: CallLog, extra: Record<string, string | number>, msg: string): void {
+  const root = rootLogger();
+  if (!call.debug && !root.isLevelEnabled("info")) return;
+  const body = members(call.fields, extra);
+  if (body === undefined) {
+    call.logger.info(extra, msg);
+    return;
+  }
+  const stream = (root as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym] as DestinationStream;
+  stream.write(`{"level":"info"${timestamp()}${body},"msg":${JSON.stringify(msg)}}\n`);
+}
