@@ -35,6 +35,8 @@ describe("the call line", () => {
       httpPath: "/api/v1/echo",
       trace: 'quote " and \\ and é',
       n: 3,
+      big: 1e21,
+      notANumber: Number.NaN,
       ok: true,
       gone: undefined,
     };

@@ -4,18 +4,33 @@ import { rootLogger, timestamp } from "./logger.js";
 /** Keys the record itself owns: a bag that sets one of them goes through pino, which settles the clash. */
 const RESERVED = new Set(["level", "@timestamp", "msg"]);
 
+/** Field names as JSON strings; a service uses a handful, so each is escaped once. */
+const quotedKeys = new Map<string, string>();
+function quoted(key: string): string {
+  let q = quotedKeys.get(key);
+  if (q === undefined) {
+    q = JSON.stringify(key);
+    if (quotedKeys.size < 1000) quotedKeys.set(key, q);
+  }
+  return q;
+}
+
 /**
  * The members of `fields` then `extra` as JSON text (`,"k":v…`), or undefined when a value is not a plain
  * string, number or boolean, or a key would appear twice: those lines need pino's general path.
  */
 function members(fields: Record<string, unknown>, extra: Record<string, string | number>): string | undefined {
   let out = "";
-  for (const key in fields) {
+  const keys = Object.keys(fields);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
     const value = fields[key];
     if (value === undefined) continue; // as pino: an undefined field is left out
-    const type = typeof value;
-    if ((type !== "string" && type !== "number" && type !== "boolean") || RESERVED.has(key) || key in extra) return undefined;
-    out += `,${JSON.stringify(key)}:${JSON.stringify(value)}`;
+    if (RESERVED.has(key) || key in extra) return undefined;
+    if (typeof value === "string") out += `,${quoted(key)}:${JSON.stringify(value)}`;
+    else if (typeof value === "number") out += `,${quoted(key)}:${Number.isFinite(value) ? value : "null"}`;
+    else if (typeof value === "boolean") out += `,${quoted(key)}:${value}`;
+    else return undefined;
   }
   for (const key in extra) out += `,"${key}":${JSON.stringify(extra[key])}`;
   return out;
