@@ -3,6 +3,7 @@ import { type Message, toJson, toJsonString } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
 import { asGrpcError, Code, GrpcError } from "../errors/status.js";
+import { LazyAbortController } from "../interceptors/lazy-abort.js";
 import { httpError, sendHttpError } from "./errors.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
@@ -43,7 +44,7 @@ const METHOD_NOT_ALLOWED = JSON.stringify({ code: Code.UNIMPLEMENTED, message: "
 const TE_TRAILERS = /(?:^|,)\s*trailers\s*(?:[;,]|$)/i;
 /** Where the gateway keeps a request's AbortController on the response, so one shared listener can abort it. */
 const CONTROLLER = Symbol("gateway call controller");
-type GatewayResponse = ServerResponse & { [CONTROLLER]?: AbortController };
+type GatewayResponse = ServerResponse & { [CONTROLLER]?: LazyAbortController };
 
 /** "close" also fires after a normal end; only an unfinished response means the client left. */
 function onResponseClose(this: GatewayResponse): void {
@@ -108,7 +109,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     } catch (err) {
       return sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
     }
-    const controller = new AbortController();
+    const controller = new LazyAbortController();
     const raw = reply.raw as GatewayResponse;
     raw[CONTROLLER] = controller;
     raw.once("close", onResponseClose);

@@ -2,6 +2,7 @@ import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { CallContext, runInContext } from "../interceptors/context.js";
+import type { CallAbortController } from "../interceptors/lazy-abort.js";
 import type { CallResult } from "../interceptors/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -20,7 +21,7 @@ export interface GatewayCall {
 export interface InvokeOptions {
   metadata: Metadata;
   /** Aborted by the gateway when the HTTP client goes away; in-process, the chain may abort it too. */
-  controller: AbortController;
+  controller: CallAbortController;
   httpPath: string;
   /** Absolute deadline in ms since the epoch (from `Grpc-Timeout`); Infinity for none. */
   deadline: number;

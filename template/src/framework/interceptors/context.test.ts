@@ -4,8 +4,9 @@ import { Metadata } from "@grpc/grpc-js";
 import { ExampleService } from "../../gen/example/v1/example_pb.js";
 import { methodInfo } from "../server/methods.js";
 import { CallContext } from "./context.js";
+import { LazyAbortController } from "./lazy-abort.js";
 
-const contextOf = (controller?: AbortController) =>
+const contextOf = (controller?: AbortController | LazyAbortController) =>
   new CallContext({
     method: methodInfo(ExampleService.method.echo),
     transport: "grpc",
@@ -42,5 +43,15 @@ describe("a call's abort signal", () => {
     controller.abort("http client gone");
     assert.equal(ctx.aborted, true);
     assert.equal(ctx.signal.reason, "http client gone");
+  });
+
+  test("the gateway's lazy controller, aborted when the HTTP client left, aborts the call without a signal ever made", () => {
+    const controller = new LazyAbortController();
+    const ctx = contextOf(controller);
+    controller.abort("http client gone");
+    assert.equal(ctx.aborted, true);
+    assert.equal(ctx.signal.aborted, true);
+    assert.equal(ctx.signal.reason, "http client gone");
+    assert.equal(controller.signal, ctx.signal);
   });
 });

@@ -3,6 +3,7 @@ import { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { Code } from "../errors/status.js";
 import { requestLogger, rootLogger } from "../logging/logger.js";
+import { type CallAbortController, isAborted, LazyAbortController } from "./lazy-abort.js";
 import type { MethodInfo } from "./types.js";
 
 export type Transport = "grpc" | "http";
@@ -15,7 +16,7 @@ export interface CallContextInit {
    * A controller the transport already owns (the gateway's, aborted when the HTTP client goes away).
    * Without one, the context makes its own on first use of `signal`: most handlers never read it.
    */
-  controller?: AbortController;
+  controller?: CallAbortController;
   /** Absolute deadline in ms since the epoch; Infinity when the caller set none. */
   deadline: number;
   /** Set for calls that arrived through the HTTP gateway. */
@@ -31,16 +32,12 @@ export class CallContext {
   readonly transport: Transport;
   /** Incoming request metadata (HTTP headers arrive here as metadata too). */
   readonly metadata: Metadata;
-  #controller: AbortController | undefined;
-  #aborted = false;
-  #abortReason: unknown;
+  readonly #controller: CallAbortController;
   deadline: number;
   /** Metadata sent before the first response message (`Grpc-Metadata-*` headers over HTTP). */
   readonly responseHeader = new Metadata();
   /** Metadata sent with the status (`Grpc-Trailer-*` over HTTP). */
   readonly responseTrailer = new Metadata();
-  /** Context key-value options that upstream code set for this call. */
-  readonly values = new Map<string, unknown>();
   /**
    * The log bag: every field here appears on every log line of this call,
    * including the response-time line written after the handler returns.
@@ -51,6 +48,7 @@ export class CallContext {
   traceId = "";
   /** Set by the transport once the response is out: a later "cancelled" from the stream's close is not a cancel. */
   answered = false;
+  #values: Map<string, unknown> | undefined;
   #debug = false;
   #logger: Logger | undefined;
 
@@ -58,7 +56,7 @@ export class CallContext {
     this.method = init.method;
     this.transport = init.transport;
     this.metadata = init.metadata;
-    this.#controller = init.controller;
+    this.#controller = init.controller ?? new LazyAbortController();
     this.deadline = init.deadline;
     this.fields =
       init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
@@ -70,18 +68,20 @@ export class CallContext {
     return this.#logger;
   }
 
+  /** Context key-value options that upstream code set for this call (made on first use). */
+  get values(): Map<string, unknown> {
+    this.#values ??= new Map();
+    return this.#values;
+  }
+
   /** Aborts when the client goes away, the deadline passes or the server force-stops. */
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.#abortReason);
-    }
     return this.#controller.signal;
   }
 
-  /** Whether the call was aborted; unlike `signal.aborted`, it makes no AbortController. */
+  /** Whether the call was aborted; unlike `signal.aborted`, it makes no signal that nobody asked for yet. */
   get aborted(): boolean {
-    return this.#aborted || this.#controller?.signal.aborted === true;
+    return isAborted(this.#controller);
   }
 
   /** Why an aborted call ended: its deadline had passed, or else it was cancelled. */
@@ -91,10 +91,7 @@ export class CallContext {
 
   /** Stops the handler's work: its signal aborts with `reason`. */
   abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.#aborted = true;
-    this.#abortReason = reason;
-    this.#controller?.abort(reason);
+    this.#controller.abort(reason);
   }
 
   get debug(): boolean {

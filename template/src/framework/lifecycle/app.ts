@@ -173,7 +173,11 @@ export class App {
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT, tls?.server);
       const target = this.#socket?.target ?? `${localHost.includes(":") ? `[${localHost}]` : localHost}:${grpcPort}`;
-      this.#invoker = mode === "in-process" ? inProcessInvoker() : grpcInvoker(target, { tls: tls?.gateway });
+      // The gateway receives what the server may send: a response the server allows must not fail at the hop.
+      this.#invoker =
+        mode === "in-process"
+          ? inProcessInvoker()
+          : grpcInvoker(target, { tls: tls?.gateway, maxReceiveLength: config.GRPC_MAX_SEND_MSG_SIZE });
       await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP", "HTTP_PORT");
       const httpPort = boundPort(http, config.HTTP_PORT);
       let adminPort: number | undefined;
