@@ -56,7 +56,7 @@ export const settings = {
   DISABLE_SSE_MARSHALER: setting(p.boolean, false, "Serves streams as NDJSON only, never server-sent events"),
   SSE_HEARTBEAT_SECONDS: setting(p.number(0.01), 15, "Interval of the SSE `: ping` comment"),
   DISABLE_PROMETHEUS: setting(p.boolean, false, "Turns off /metrics"),
-  ENABLE_PROMETHEUS_GRPC_HISTOGRAM: setting(p.boolean, true, "false removes the gRPC latency histogram"),
+  ENABLE_PROMETHEUS_GRPC_HISTOGRAM: setting(p.boolean, true, "false removes the gRPC latency histograms (server and outbound client)"),
   PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: setting(
     p.numberList(0),
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
