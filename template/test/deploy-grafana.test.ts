@@ -5,7 +5,10 @@ import assert from "node:assert/strict";
 import { PerformanceObserver } from "node:perf_hooks";
 import { before, describe, test } from "node:test";
 import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
+import { Code } from "../src/framework/index.js";
 import { startTestServer } from "../src/framework/testing/harness.js";
+import { statusOf } from "../src/framework/testing/status.js";
+import { ExampleService } from "../src/gen/example/v1/example_pb.js";
 import { exampleService } from "../src/service/example-service.js";
 import { type Any, APP, dashboardPanels, dashboardQueries, dashboard as readDashboard } from "./deploy-files.js";
 
@@ -110,6 +113,14 @@ describe("deploy/grafana/dashboard.json", () => {
   before(async () => {
     const server = await startTestServer([exampleService]);
     try {
+      // Outbound client series (grpc_client_*) appear once a client exists: the service calls itself, one call retried.
+      const outbound = server.app.createClient(ExampleService, server.grpcAddress, { maxAttempts: 2 });
+      try {
+        await outbound.echo({ message: "out" });
+        await statusOf(outbound.fail({ code: Code.UNAVAILABLE }));
+      } finally {
+        outbound.close();
+      }
       await untilGarbageCollected();
       const res = await fetch(`${server.httpUrl}/metrics`);
       assert.equal(res.status, 200);
@@ -135,7 +146,7 @@ describe("deploy/grafana/dashboard.json", () => {
     }
   });
 
-  test("covers traffic, errors, latency, the gateway, rate limiting, workers and the process", () => {
+  test("covers traffic, errors, latency, the gateway, rate limiting, outbound calls, workers and the process", () => {
     const all = queries.map((q) => q.expr).join("\n");
     for (const needed of [
       /rate\(grpc_server_handled_total/,
@@ -146,6 +157,11 @@ describe("deploy/grafana/dashboard.json", () => {
       /http_server_requests_total/,
       /http_server_request_duration_seconds_bucket/,
       /grpc_server_rate_limited_total/,
+      /sum by \(grpc_service, grpc_method\) \(rate\(grpc_client_handled_total/,
+      /sum by \(grpc_code\) \(rate\(grpc_client_handled_total\{[^}]*grpc_code!="OK"/,
+      /rate\(grpc_client_retries_total/,
+      /histogram_quantile\(0\.5, .*grpc_client_handling_seconds_bucket/,
+      /histogram_quantile\(0\.99, .*grpc_client_handling_seconds_bucket/,
       /process_resident_memory_bytes/,
       /process_cpu_seconds_total/,
       /nodejs_eventloop_lag/,
@@ -158,6 +174,7 @@ describe("deploy/grafana/dashboard.json", () => {
 
   test("every metric and label it queries is on the real /metrics output", () => {
     assert.ok(exposed.has("grpc_server_handled_total"), "the scrape has the gRPC metrics");
+    assert.ok(exposed.has("grpc_client_retries_total"), "the scrape has the outbound client metrics");
     const problems: string[] = [];
     for (const { where, expr } of queries) {
       const { metrics, grouping } = uses(expr);
