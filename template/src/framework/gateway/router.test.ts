@@ -25,6 +25,20 @@ describe("Router", () => {
     assert.equal(found(router.match("GET", "/v1/books/42")).route, "by-id");
   });
 
+  test("an all-literal path matches its own method only; another method still finds a parameter route or 405", () => {
+    const router = routerWith([
+      ["GET", "/v1/books/list", "list"],
+      ["POST", "/v1/books/{id}", "update"],
+      ["GET", "/v1/shelves/%7Bx%7D", "escaped literal"],
+    ]);
+    assert.deepEqual(found(router.match("GET", "/v1/books/list")), { route: "list", segments: ["v1", "books", "list"] });
+    assert.equal(found(router.match("HEAD", "/v1/books/list")).route, "list");
+    assert.equal(found(router.match("POST", "/v1/books/list")).route, "update");
+    assert.deepEqual(router.match("DELETE", "/v1/books/list"), { kind: "method-not-allowed", allow: ["GET", "POST"] });
+    assert.equal(found(router.match("GET", "/v1/%62ooks/list")).route, "list"); // escaped: through the trie
+    assert.equal(router.match("GET", "/v1/shelves/%7Bx%7D").kind, "not-found"); // literals compare decoded
+  });
+
   test("a literal that leads to a dead end falls back to the wildcard branch", () => {
     const router = routerWith([
       ["GET", "/v1/books/special", "special"],

@@ -19,8 +19,15 @@ export type MatchResult<R> =
   | { kind: "not-found" }
   | { kind: "bad-path"; reason: string };
 
+type Found<R> = Extract<MatchResult<R>, { kind: "found" }>;
+
 export class Router<R> {
   readonly #root = new Node();
+  /**
+   * Templates made only of literals (most REST paths: `/v1/echo`), by exact path then method: their
+   * match is one lookup of the raw path. Anything else (parameters, escapes, a verb) takes the trie.
+   */
+  readonly #exact = new Map<string, Map<string, Found<R>>>();
 
   add(method: string, template: PathTemplate, route: R): void {
     let node = this.#root;
@@ -36,6 +43,14 @@ export class Router<R> {
     if (!byMethod) node.endpoints.set(template.verb, (byMethod = new Map()));
     if (byMethod.has(method)) throw new Error(`two routes for ${method} ${template.source}`);
     byMethod.set(method, route);
+    const literals = template.segments.map((s) => (s.kind === "literal" ? s.value : undefined));
+    // A literal with "%" would compare decoded in the trie but raw here: those stay with the trie.
+    if (template.verb === "" && literals.every((l) => l !== undefined && !l.includes("%"))) {
+      const path = `/${literals.join("/")}`;
+      let exact = this.#exact.get(path);
+      if (!exact) this.#exact.set(path, (exact = new Map()));
+      exact.set(method, Object.freeze({ kind: "found", route, segments: Object.freeze(literals as string[]) as string[] }));
+    }
   }
 
   /**
@@ -44,6 +59,8 @@ export class Router<R> {
    * served by a GET route when there is no HEAD route.
    */
   match(method: string, path: string): MatchResult<R> {
+    const exact = this.#exact.get(path)?.get(method);
+    if (exact) return exact;
     if (path.charCodeAt(0) !== 47 /* / */) return { kind: "bad-path", reason: "path must start with /" };
     const raw = path.slice(1).split("/");
     const decoded = path.includes("%") ? decodeAll(raw) : raw;
