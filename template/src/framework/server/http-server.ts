@@ -57,14 +57,28 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   socket.destroy();
 }
 
+/** Servers whose close has begun (their fastify's preClose ran). */
+const closingServers = new WeakSet<Server>();
+
+/**
+ * A request that still arrives once closing began (on a keep-alive connection busy when it began): 503
+ * UNAVAILABLE in our JSON shape, and Connection: close so the client retries on another connection (another
+ * pod). fastify's return503OnClosing would answer the same with a body of its own.
+ */
+function refuseWhileClosing(res: ServerResponse): void {
+  const body = statusJson(Code.UNAVAILABLE, "server is shutting down", []);
+  res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+}
+
 /**
  * The HTTP/1.1 server under fastify, with the limits above. An HTTP/1.1 request without Host is a JSON
  * 400 here (Node's own check answers with no body).
  */
 function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
-  const server = createServer(
+  const server: Server = createServer(
     { headersTimeout: HTTP_LIMITS.headersTimeoutMs, maxHeaderSize: HTTP_LIMITS.maxHeaderSize, requireHostHeader: false },
     (req, res) => {
+      if (closingServers.has(server)) return refuseWhileClosing(res);
       if (req.headers.host === undefined && req.httpVersion === "1.1") {
         const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
         res
@@ -133,7 +147,7 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
     serverFactory: createLimitedServer,
     routerOptions: { maxParamLength: HTTP_LIMITS.maxParamLength },
     clientErrorHandler: onClientError,
-    return503OnClosing: true,
+    return503OnClosing: false, // refuseWhileClosing answers instead, in our JSON shape
     // A malformed percent-escape in the path, before any route runs.
     frameworkErrors: (err, _req, reply) => {
       const bad = err.code === "FST_ERR_BAD_URL";
@@ -178,6 +192,10 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
     return sendFastifyError(err, reply);
   });
   app.setNotFoundHandler((_req, reply) => sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found")));
+  app.addHook("preClose", (done) => {
+    closingServers.add(app.server);
+    done();
+  });
   closeRequestlessConnectionsOnClose(app);
   return app;
 }
