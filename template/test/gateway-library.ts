@@ -3,9 +3,10 @@
  * every request exactly as its handler received it, and answers fixed, predictable messages.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { type DescMessage, type JsonValue, type Message, type MessageInitShape, toJson } from "@bufbuild/protobuf";
+import { create, type DescMessage, type JsonValue, type Message, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { Code, defineService, GrpcError } from "../src/framework/index.js";
+import { HttpBodySchema } from "../src/gen/google/api/httpbody_pb.js";
 import { type BookSchema, Genre, LibraryService } from "./gen/gatewaytest/v1/library_pb.js";
 
 export interface Seen {
@@ -20,6 +21,13 @@ const TRANSPORT = new Set(["content-type", "user-agent", "te", "grpc-accept-enco
 
 export function createLibrary() {
   const seen: Seen[] = [];
+  // StreamFile calls with `hold` waiting for release().
+  const held: (() => void)[] = [];
+  const hold = (signal: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      held.push(resolve);
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
   const record = (method: string, schema: DescMessage, request: Message, metadata: Metadata) => {
     const md: Record<string, string> = {};
     for (const [k, v] of Object.entries(metadata.getMap())) {
@@ -90,9 +98,49 @@ export function createLibrary() {
         }
         if (req.failCode !== 0) throw new GrpcError(req.failCode, "watch failed");
       },
+      downloadFile(req, ctx) {
+        record("DownloadFile", LibraryService.method.downloadFile.input, req, ctx.metadata);
+        if (req.failCode !== 0) throw new GrpcError(req.failCode, "download failed");
+        ctx.responseHeader.set("file-name", req.name);
+        return { contentType: req.contentType, data: pattern(req.size) };
+      },
+      getAttachment(req, ctx) {
+        record("GetAttachment", LibraryService.method.getAttachment.input, req, ctx.metadata);
+        return { name: req.name, file: req.size > 0 ? { contentType: req.contentType, data: pattern(req.size) } : undefined };
+      },
+      async *streamFile(req, ctx) {
+        record("StreamFile", LibraryService.method.streamFile.input, req, ctx.metadata);
+        ctx.responseHeader.set("file-name", req.name);
+        for (const [i, chunk] of req.chunks.entries()) {
+          if (i === 1 && req.hold) await hold(ctx.signal);
+          const contentType = i === 0 ? req.contentType : "application/x-ignored";
+          yield create(HttpBodySchema, { contentType, data: new TextEncoder().encode(chunk) });
+        }
+        if (req.failCode !== 0) throw new GrpcError(req.failCode, "stream failed");
+      },
+      uploadFile(req, ctx) {
+        record("UploadFile", LibraryService.method.uploadFile.input, req, ctx.metadata);
+        const file = req.file;
+        return { name: req.name, contentType: file?.contentType, size: file?.data.length ?? -1, note: req.note };
+      },
+      echoBody(req, ctx) {
+        record("EchoBody", HttpBodySchema, req, ctx.metadata);
+        return { contentType: req.contentType || "application/x-empty", data: req.data };
+      },
     },
   });
-  return { service, seen, last: () => seen[seen.length - 1] };
+  return {
+    service,
+    seen,
+    last: () => seen[seen.length - 1],
+    /** Lets every held StreamFile call go on; resolves with how many there were. */
+    release: () => held.splice(0).map((resolve) => resolve()).length,
+  };
+}
+
+/** Bytes 0, 1, … 255, 0, 1 … of the given length: every byte value, most not valid UTF-8. */
+export function pattern(size: number): Uint8Array {
+  return Uint8Array.from({ length: size }, (_, i) => i % 256);
 }
 
 function trailer(key: string, value: string): Metadata {

@@ -29,6 +29,9 @@ type Parameter = Schema & { name: string; in: "path" | "query" | "body" };
 /** OpenAPI 2.0 knows these methods; custom HttpRule kinds outside them cannot be described. */
 const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch"]);
 const MAX_QUERY_DEPTH = 8;
+/** A google.api.HttpBody on the wire: bytes of the message's own content type, no JSON. */
+const RAW_BYTES: Schema = { type: "string", format: "binary" };
+const ANY_MEDIA_TYPE = ["*/*"];
 
 /** `example` for proto package `example.v1`: the name of `/swagger/<stem>.swagger.json`. */
 export function documentStem(services: readonly DescService[]): string {
@@ -58,7 +61,11 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
     const service = info.desc.parent;
     usedTags.add(service.name);
     const streaming = info.kind === "server_streaming";
-    const result = route.responseBodyField ? schemas.field(route.responseBodyField) : schemas.message(info.desc.output);
+    const result = route.rawResponse
+      ? RAW_BYTES
+      : route.responseBodyField
+        ? schemas.field(route.responseBodyField)
+        : schemas.message(info.desc.output);
     const operation: Record<string, unknown> = {
       tags: [service.name],
       summary: info.desc.name,
@@ -66,23 +73,28 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
       operationId: `${service.name}_${info.desc.name}${n > 1 ? n : ""}`,
       parameters: [...pathParams, ...bodyParams(route, schemas), ...queryParams(route)],
       responses: {
-        "200": streaming
+        "200": route.rawResponse
           ? {
-              description: "A successful response.(streaming responses)",
-              schema: {
-                type: "object",
-                title: `Stream result of ${info.desc.output.typeName}`,
-                properties: { result, error: schemas.status() },
-              },
+              description: `A successful response: raw bytes${streaming ? ", streamed" : ""}, of the content type the method sets.`,
+              schema: result,
             }
-          : { description: "A successful response.", schema: result },
+          : streaming
+            ? {
+                description: "A successful response.(streaming responses)",
+                schema: {
+                  type: "object",
+                  title: `Stream result of ${info.desc.output.typeName}`,
+                  properties: { result, error: schemas.status() },
+                },
+              }
+            : { description: "A successful response.", schema: result },
         default: { description: "An unexpected error response.", schema: schemas.status() },
       },
     };
-    if (streaming) {
-      operation.produces = options.sse ? ["application/x-ndjson", "text/event-stream"] : ["application/x-ndjson"];
-      operation["x-stream"] = "server";
-    }
+    if (route.rawRequest) operation.consumes = ANY_MEDIA_TYPE;
+    if (route.rawResponse) operation.produces = ANY_MEDIA_TYPE;
+    else if (streaming) operation.produces = options.sse ? ["application/x-ndjson", "text/event-stream"] : ["application/x-ndjson"];
+    if (streaming) operation["x-stream"] = "server";
     if (info.desc.deprecated) operation.deprecated = true;
     paths[path]![verb] = operation;
   }
@@ -133,7 +145,16 @@ function securityDefinitions(options: OpenApiOptions): Record<string, Schema> | 
 
 function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
   const lines = [`gRPC: \`${route.method.info.path}\``];
-  if (streaming) {
+  if (route.rawRequest) lines.push("", "The request body is taken as raw bytes (google.api.HttpBody), of any content type.");
+  if (route.rawResponse) {
+    lines.push(
+      "",
+      streaming
+        ? "The response is raw bytes (google.api.HttpBody): each message's data as it comes, unframed, with the first message's content type. " +
+            "An error after the first message cuts the response short (no final chunk)."
+        : "The response is raw bytes (google.api.HttpBody): its data, with its content type (application/octet-stream if unset).",
+    );
+  } else if (streaming) {
     lines.push(
       "",
       'Server streaming. The response is newline-delimited JSON (application/x-ndjson), one `{"result": …}` object per message; ' +
@@ -220,6 +241,7 @@ function escapeRegExp(text: string): string {
 
 function bodyParams(route: GatewayRoute, schemas: SchemaBuilder): Parameter[] {
   if (route.body === "") return [];
+  if (route.rawRequest) return [{ name: route.bodyField?.jsonName ?? "body", in: "body", required: false, schema: RAW_BYTES }];
   if (route.bodyField) return [{ name: route.bodyField.jsonName, in: "body", required: true, schema: schemas.field(route.bodyField) }];
   const input = route.method.info.desc.input;
   // body "*": every field the path does not bind.

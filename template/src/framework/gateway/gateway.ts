@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteO
 import { asGrpcError, Code, GrpcError } from "../errors/status.js";
 import { LazyAbortController } from "../interceptors/lazy-abort.js";
 import { httpError, sendHttpError } from "./errors.js";
+import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
 import {
@@ -83,6 +84,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       methods.add(route.httpMethod);
     }
   }
+  if (routes.some((r) => r.rawRequest)) acceptRawBodies(app, (req) => rawRoute(router, req));
 
   const handle = async (req: FastifyRequest, reply: FastifyReply) => {
     const url = req.url;
@@ -105,7 +107,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     try {
       const timeout = parseGrpcTimeout(req.headers["grpc-timeout"]);
       if (timeout !== undefined) deadline = Date.now() + timeout;
-      request = decodeRequest(route, segments, q === -1 ? "" : url.slice(q + 1), req.body as string | undefined);
+      request = decodeRequest(route, segments, q === -1 ? "" : url.slice(q + 1), req.body as string | RawBody | undefined);
     } catch (err) {
       return sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
     }
@@ -124,6 +126,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
       if (header) reply.headers(header);
       if (trailers) addTrailers(reply, call.trailer, traceHeader);
+      if (route.rawResponse) return sendRawResponse(reply, route, result.message);
       return reply.type("application/json").send(responseJson(route, result.message));
     }
     const stream: StreamReply = {
@@ -141,6 +144,13 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   const allMethods = [...methods] as HTTPMethods[];
   app.route({ method: allMethods, url: "/*", handler: handle, ...hooks });
   app.route({ method: allMethods, url: "/", handler: handle, ...hooks });
+}
+
+/** Whether a request goes to a route that takes a google.api.HttpBody (asked by the body parsers, before the handler). */
+function rawRoute(router: Router<GatewayRoute>, req: FastifyRequest): boolean {
+  const q = req.url.indexOf("?");
+  const match = router.match(req.method, q === -1 ? req.url : req.url.slice(0, q));
+  return match.kind === "found" && match.route.rawRequest;
 }
 
 function headerText(value: string | string[] | undefined): string | undefined {
@@ -186,10 +196,10 @@ interface StreamReply {
  * Sends the 200 and the headers: fastify's (set by hooks), the call's header metadata (complete by
  * the first message: a stream handler only runs once pulled), then the marshaler's.
  */
-function start(s: StreamReply): void {
+function start(s: StreamReply, own: Readonly<Record<string, string>> = s.marshaler.headers): void {
   s.reply.hijack();
   const header = headersFromMetadata(s.call.header, METADATA_PREFIX, s.traceHeader);
-  s.reply.raw.writeHead(200, { ...(s.reply.getHeaders() as OutgoingHttpHeaders), ...header, ...s.marshaler.headers });
+  s.reply.raw.writeHead(200, { ...(s.reply.getHeaders() as OutgoingHttpHeaders), ...header, ...own });
   s.started = true;
 }
 
@@ -202,17 +212,25 @@ function heartbeat(s: StreamReply): void {
  * A server stream, one marshaled frame per message written (and so flushed) as it comes; never
  * compressed. An error before anything was sent gets its own HTTP status and a JSON error body, like
  * a unary call; after that the status line is gone and the error becomes the marshaler's last frame.
+ * A google.api.HttpBody stream is written unframed: each message's bytes, the first one's Content-Type,
+ * and an error after the headers aborts the response (no terminating chunk) rather than append JSON.
  */
 async function writeStream(s: StreamReply, stream: AsyncIterable<Message>, heartbeatMs: number): Promise<void> {
   const { route, marshaler } = s;
   const info = route.method.info;
   const raw = s.reply.raw;
-  const timer = marshaler.heartbeat !== undefined && heartbeatMs > 0 ? setInterval(heartbeat, heartbeatMs, s) : undefined;
+  const rawBody = route.rawResponse;
+  const timer = !rawBody && marshaler.heartbeat !== undefined && heartbeatMs > 0 ? setInterval(heartbeat, heartbeatMs, s) : undefined;
   try {
     let index = 0;
     for await (const message of stream) {
-      if (!s.started) start(s);
-      if (!raw.write(marshaler.message(responseJson(route, message), index++, info))) await writable(raw);
+      if (rawBody) {
+        if (!s.started) start(s, { "content-type": rawResponseType(route, message) });
+        if (!raw.write(rawResponseData(route, message))) await writable(raw);
+      } else {
+        if (!s.started) start(s);
+        if (!raw.write(marshaler.message(responseJson(route, message), index++, info))) await writable(raw);
+      }
       if (raw.destroyed) return; // the client left; returning ends the handler's stream
     }
     if (!s.started) start(s);
@@ -222,7 +240,8 @@ async function writeStream(s: StreamReply, stream: AsyncIterable<Message>, heart
       await sendError(s.reply, err, s.call, s.trailers, s.traceHeader);
       return;
     }
-    if (!raw.destroyed) {
+    if (rawBody) abortRawStream(raw);
+    else if (!raw.destroyed) {
       raw.write(marshaler.error(httpError(err).body, info));
       finish(s);
     }

@@ -12,17 +12,21 @@ import {
   ScalarType,
 } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../errors/status.js";
+import { RawBody, rawRequestMessage } from "./http-body.js";
 import type { GatewayRoute } from "./routes.js";
 
 const JSON_READ = { ignoreUnknownFields: true } as const;
+/** What an HttpBody route gets for a request without a body (fastify runs no parser then). */
+const EMPTY_BODY = new RawBody(new Uint8Array(0), "");
 
 const invalid = (message: string) => new GrpcError(Code.INVALID_ARGUMENT, message);
 
 /**
  * Builds the request message from the body, the query and the path, in that order
- * of precedence from lowest to highest: path values always win.
+ * of precedence from lowest to highest: path values always win. The body is JSON text, or the
+ * raw body of a route that takes a google.api.HttpBody.
  */
-export function decodeRequest(route: GatewayRoute, segments: string[], query: string, body: string | undefined): Message {
+export function decodeRequest(route: GatewayRoute, segments: string[], query: string, body: string | RawBody | undefined): Message {
   const input = route.method.info.desc.input;
   const message = decodeBody(route, input, body);
   if (route.body !== "*" && query !== "") {
@@ -73,8 +77,9 @@ function culprit(input: DescMessage, json: JsonObject, prefix: string): string |
   return undefined;
 }
 
-function decodeBody(route: GatewayRoute, input: DescMessage, body: string | undefined): Message {
-  if (route.body === "" || body === undefined || body.trim() === "") return create(input);
+function decodeBody(route: GatewayRoute, input: DescMessage, body: string | RawBody | undefined): Message {
+  if (route.rawRequest) return rawRequestMessage(route, body instanceof RawBody ? body : EMPTY_BODY);
+  if (route.body === "" || typeof body !== "string" || body.trim() === "") return create(input);
   try {
     if (route.body === "*") return fromJsonString(input, body, JSON_READ);
     // Wrapping the body under its field lets the canonical JSON reader handle any field kind.

@@ -3,6 +3,7 @@ import { type DescField, type DescMessage, getOption } from "@bufbuild/protobuf"
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import type { BoundMethod } from "../server/methods.js";
+import { isHttpBodyField, isHttpBodyMessage } from "./http-body.js";
 import { type PathTemplate, parsePathTemplate } from "./path-template.js";
 
 /** One HTTP binding of one method, resolved against the descriptors at start-up. */
@@ -19,6 +20,10 @@ export interface GatewayRoute {
   readonly responseBodyField: DescField | undefined;
   /** Dotted proto names of the fields the path and the body set: the query cannot set them or anything under them. */
   readonly boundPaths: ReadonlySet<string>;
+  /** The body (`*` or the body field) is a google.api.HttpBody: raw bytes of any content type. */
+  readonly rawRequest: boolean;
+  /** The response (or its `response_body` field) is a google.api.HttpBody: sent as raw bytes. */
+  readonly rawResponse: boolean;
 }
 
 export class RouteError extends Error {}
@@ -84,7 +89,20 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
   const responseBodyField = rule.responseBody ? fieldByName(method.info.desc.output, rule.responseBody, where) : undefined;
   const boundPaths = new Set(pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
   if (bodyField) boundPaths.add(bodyField.name);
-  return { method, httpMethod, template, pathFields, body: rule.body, bodyField, responseBodyField, boundPaths };
+  const rawRequest = bodyField ? isHttpBodyField(bodyField) : rule.body === "*" && isHttpBodyMessage(input);
+  const rawResponse = responseBodyField ? isHttpBodyField(responseBodyField) : isHttpBodyMessage(method.info.desc.output);
+  return {
+    method,
+    httpMethod,
+    template,
+    pathFields,
+    body: rule.body,
+    bodyField,
+    responseBodyField,
+    boundPaths,
+    rawRequest,
+    rawResponse,
+  };
 }
 
 /** Every HTTP binding of every served method (additional bindings included); methods without a rule get none. */
