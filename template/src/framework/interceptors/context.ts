@@ -46,8 +46,6 @@ export class CallContext {
   /** Verified auth claims, when authentication is on. */
   claims: Readonly<Record<string, unknown>> | undefined;
   traceId = "";
-  /** Set by the transport once the response is out: a later "cancelled" from the stream's close is not a cancel. */
-  answered = false;
   #values: Map<string, unknown> | undefined;
   #debug = false;
   #logger: Logger | undefined;

@@ -1,23 +1,42 @@
 /**
+ * Cancellation a transport detects on its own (a gRPC client's cancel): polled through `cancelled`,
+ * and listened to only once someone asks for the signal, so a call nobody watches adds no listener.
+ */
+export interface CancelSource {
+  readonly cancelled: boolean;
+  onCancel(listener: () => void): void;
+  /** The abort reason of a cancel from this source. */
+  readonly reason: unknown;
+}
+
+/**
  * An AbortController whose real controller and signal are made only when the signal is first asked
  * for. Every call needs one, most handlers never read it, and a controller with its signal costs
  * about 2 µs; aborting before anyone asked is a flag, and the signal made later is already aborted.
  */
 export class LazyAbortController {
+  readonly #source: CancelSource | undefined;
   #controller: AbortController | undefined;
   #aborted = false;
   #reason: unknown;
 
+  constructor(source?: CancelSource) {
+    this.#source = source;
+  }
+
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#aborted) this.#controller.abort(this.#reason);
+      const controller = new AbortController();
+      if (this.aborted) controller.abort(this.#reason);
+      else this.#source?.onCancel(() => this.abort(this.#source?.reason));
+      this.#controller = controller;
     }
     return this.#controller.signal;
   }
 
-  /** Like `signal.aborted`, without making the signal. */
+  /** Like `signal.aborted`, without making the signal. A cancel the source reports counts (and stays). */
   get aborted(): boolean {
+    if (!this.#aborted && this.#source?.cancelled) this.abort(this.#source.reason);
     return this.#aborted;
   }
 

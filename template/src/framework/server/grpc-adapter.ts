@@ -3,6 +3,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from "@grpc/grpc-js";
 import { toServiceError } from "../errors/wire.js";
 import { CallContext, runInContext } from "../interceptors/context.js";
+import { type CancelSource, LazyAbortController } from "../interceptors/lazy-abort.js";
 import type { MethodInfo } from "../interceptors/types.js";
 import type { BoundMethod } from "./methods.js";
 
@@ -14,22 +15,41 @@ type GrpcCall = ServerUnaryCall<Message, Message> | ServerWritableStream<Message
 /** One reason for every cancelled call: building an Error (and its stack) per call is measurable. */
 const CANCELLED = new Error("call cancelled");
 
-function contextFor(info: MethodInfo, call: GrpcCall): CallContext {
+/**
+ * A gRPC call's cancellation, for its context: a client cancel, an expired deadline or a force-stop.
+ * grpc-js also reports every normal end of the stream as "cancelled"; once the answer is out, nothing is.
+ */
+class GrpcCancellation implements CancelSource {
+  readonly reason = CANCELLED;
+  answered = false;
+  readonly #call: GrpcCall;
+
+  constructor(call: GrpcCall) {
+    this.#call = call;
+  }
+
+  get cancelled(): boolean {
+    return !this.answered && this.#call.cancelled;
+  }
+
+  onCancel(listener: () => void): void {
+    this.#call.on("cancelled", () => {
+      if (!this.answered) listener();
+    });
+  }
+}
+
+function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation): CallContext {
   const deadline = call.getDeadline();
   const httpPath = call.metadata.get(GATEWAY_PATH_KEY)[0];
-  const ctx = new CallContext({
+  return new CallContext({
     method: info,
     transport: "grpc",
     metadata: call.metadata,
+    controller: new LazyAbortController(cancellation),
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
     httpPath: typeof httpPath === "string" ? httpPath : undefined,
   });
-  // grpc-js reports a client cancel, an expired deadline and a force-stop as "cancelled" — and
-  // also every normal end of the stream, which must not abort anything.
-  call.on("cancelled", () => {
-    if (!ctx.answered) ctx.abort(CANCELLED);
-  });
-  return ctx;
 }
 
 function sendHeader(call: GrpcCall, header: Metadata): void {
@@ -44,22 +64,24 @@ export function grpcHandler(method: BoundMethod) {
   const { info, invoke } = method;
   if (info.kind === "unary") {
     return (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-      const ctx = contextFor(info, call);
+      const cancellation = new GrpcCancellation(call);
+      const ctx = contextFor(info, call, cancellation);
       runInContext(ctx, () => invoke({ method: info, ctx, request: call.request })).then(
         (result) => {
-          ctx.answered = true;
+          cancellation.answered = true;
           sendHeader(call, ctx.responseHeader);
           callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
         },
         (err: unknown) => {
-          ctx.answered = true;
+          cancellation.answered = true;
           callback(toServiceError(err, ctx.responseHeader, ctx.responseTrailer));
         },
       );
     };
   }
   return (call: ServerWritableStream<Message, Message>) => {
-    const ctx = contextFor(info, call);
+    const cancellation = new GrpcCancellation(call);
+    const ctx = contextFor(info, call, cancellation);
     runInContext(ctx, async () => {
       let headerSent = false;
       try {
@@ -74,11 +96,11 @@ export function grpcHandler(method: BoundMethod) {
           if (!call.write(message)) await once(call, "drain", { signal: ctx.signal });
         }
         if (!headerSent) sendHeader(call, ctx.responseHeader);
-        ctx.answered = true;
+        cancellation.answered = true;
         call.end(ctx.responseTrailer);
       } catch (err) {
         if (ctx.aborted) return; // nobody left to tell
-        ctx.answered = true;
+        cancellation.answered = true;
         call.emit(
           "error",
           headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer),
