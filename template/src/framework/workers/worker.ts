@@ -53,7 +53,11 @@ export interface EveryOptions {
   readonly immediate?: boolean;
   /** Source of randomness in [0, 1) (default Math.random); tests pass a fixed one. */
   readonly random?: () => number;
+  /** How a wait is done (default a timer); rejects when `signal` aborts. Tests pass one that records the waits. */
+  readonly wait?: (ms: number, signal: AbortSignal) => Promise<unknown>;
 }
+
+const timerWait = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal });
 
 /** One wait of a periodic worker: `ms` spread by ± `jitter` × `ms`, for `u` in [0, 1). */
 export function jittered(ms: number, jitter: number, u: number): number {
@@ -70,7 +74,7 @@ export function every(
   fn: (signal: AbortSignal, log: Logger) => Promise<void> | void,
   options: EveryOptions = {},
 ): Worker["run"] {
-  const { jitter = 0.1, immediate = false, random = Math.random } = options;
+  const { jitter = 0.1, immediate = false, random = Math.random, wait = timerWait } = options;
   if (!(Number.isFinite(ms) && ms > 0)) throw new RangeError(`every: the period must be a positive number of ms (got ${ms})`);
   if (!(jitter >= 0 && jitter <= 1)) throw new RangeError(`every: jitter must be from 0 to 1 (got ${jitter})`);
   return async (signal, log) => {
@@ -78,7 +82,7 @@ export function every(
     while (!signal.aborted) {
       if (!(first && immediate)) {
         try {
-          await sleep(jittered(ms, jitter, random()), undefined, { signal });
+          await wait(jittered(ms, jitter, random()), signal);
         } catch {
           return; // aborted while waiting: a normal stop
         }
