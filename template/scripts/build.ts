@@ -5,6 +5,7 @@
 //   node --import tsx scripts/build.ts [outdir=dist]
 import { rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { build, type Plugin } from "esbuild";
 
@@ -13,10 +14,6 @@ const outdir = path.resolve(ROOT, process.argv[2] ?? "dist");
 
 // Kept as separate modules, loaded from node_modules/ at run time:
 const external = [
-  // The OpenTelemetry SDK is imported only when OTLP is configured; as a bundled chunk, a CommonJS
-  // package would lose its named exports. The SDK and the service must share one @opentelemetry/api:
-  // a second copy would keep the tracer the service took at start-up a no-op.
-  "@opentelemetry/*",
   // required by grpc-js only for channelz and ORCA, with protobufjs behind it: ~370 KB never parsed
   "@grpc/proto-loader",
   // found at run time with createRequire, never imported: listed so a future import keeps them on disk
@@ -45,6 +42,49 @@ const originalPaths: Plugin = {
 
 // Chunk names carry a content hash: start empty so no stale chunk is left beside the new ones.
 rmSync(outdir, { recursive: true, force: true });
+/**
+ * A package imported with `import()` becomes a chunk of its own; when it is CommonJS (the OpenTelemetry
+ * SDK), esbuild's chunk exports only `default`. This facade gives the chunk the named exports Node's own
+ * import would (the package's exports, read by requiring it here). Bundling the SDK rather than leaving it
+ * external keeps one @opentelemetry/api for it and the service: with two, the tracer the service takes at
+ * start-up would stay a no-op.
+ */
+const namedExportsOfDynamicCommonJs: Plugin = {
+  name: "named-exports-of-dynamic-commonjs",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.kind !== "dynamic-import" || args.pluginData === "facade") return undefined;
+      const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: "facade" });
+      if (resolved.external || resolved.errors.length > 0) return resolved;
+      const req = createRequire(path.join(args.resolveDir, "index.js"));
+      let file: string;
+      let exports: unknown;
+      try {
+        file = req.resolve(args.path);
+        // The same file for import and require: CommonJS (on Node 20, require() of an ES module throws).
+        if (file !== resolved.path) return resolved;
+        exports = req(file);
+      } catch {
+        return resolved;
+      }
+      if (typeof exports !== "object" || exports === null) return resolved;
+      const names = Object.keys(exports).filter((n) => n !== "default" && n !== "__esModule");
+      return { path: file, namespace: "cjs-facade", pluginData: names };
+    });
+    b.onLoad({ filter: /.*/, namespace: "cjs-facade" }, (args) => {
+      const names = args.pluginData as string[];
+      const values = names.map((n, i) => `const v${i} = m[${JSON.stringify(n)}];`).join("\n");
+      const list = names.map((n, i) => `v${i} as ${JSON.stringify(n)}`).join(", ");
+      return {
+        // require(), as Node's import does: default is module.exports, whatever `__esModule` says.
+        contents: `const m = require(${JSON.stringify(args.path)});\n${values}\nexport default m;\nexport { ${list} };\n`,
+        resolveDir: path.dirname(args.path),
+        loader: "js",
+      };
+    });
+  },
+};
+
 await build({
   entryPoints: [path.join(ROOT, "src/main.ts")],
   outdir,
@@ -64,6 +104,6 @@ await build({
   // written for debuggers and for `node --enable-source-maps` (which costs start-up time and memory).
   sourcemap: true,
   sourcesContent: false,
-  plugins: [originalPaths],
+  plugins: [originalPaths, namedExportsOfDynamicCommonJs],
   logLevel: "warning",
 });
