@@ -39,8 +39,6 @@ export function createGrpcServer({ config, services, methods, readiness }: GrpcS
     "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
-    // The service serves no channelz; tracking it costs a few objects and timestamps per call.
-    "grpc.enable_channelz": 0,
   });
   for (const service of services) {
     const implementation: UntypedServiceImplementation = {};
