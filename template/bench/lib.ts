@@ -70,6 +70,22 @@ export async function cleanup(): Promise<void> {
 
 export const leftovers = () => children.size;
 
+/**
+ * Runs a script's `main`: a failure is printed (not after Ctrl-C) and sets exit code 1, and every process
+ * it started is stopped. Exits at the end unless a child would not stop or Ctrl-C is handling the exit.
+ */
+export async function runScript(name: string, main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (err) {
+    if (!isInterrupted()) process.stderr.write(`${name} failed: ${(err as Error).stack ?? err}\n`);
+    process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+  if (leftovers() === 0 && !isInterrupted()) process.exit();
+}
+
 let interrupted = false;
 export const isInterrupted = () => interrupted;
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {

@@ -16,7 +16,6 @@ import path from "node:path";
 import {
   checkGrpc,
   checkHttp,
-  cleanup,
   cpuTime,
   ECHO_PATH,
   exited,
@@ -25,9 +24,7 @@ import {
   HTTP_BODY,
   h2load,
   h2loadArgs,
-  isInterrupted,
   launch,
-  leftovers,
   loadavg,
   type Measured,
   machine,
@@ -38,6 +35,7 @@ import {
   ROOT,
   readyLine,
   run,
+  runScript,
   type Server,
   SSE_CLIENTS,
   SSE_INTERVAL_MS,
@@ -300,12 +298,4 @@ async function main(): Promise<void> {
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, `${JSON.stringify({ machine: header, rows, notes }, null, 2)}\n`);
 }
 
-try {
-  await main();
-} catch (err) {
-  if (!isInterrupted()) process.stderr.write(`bench failed: ${(err as Error).stack ?? err}\n`);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-if (leftovers() === 0 && !isInterrupted()) process.exit();
+await runScript("bench", main);

@@ -16,7 +16,6 @@ import {
   CPUS,
   checkGrpc,
   checkHttp,
-  cleanup,
   firstLine,
   GRPC_BODY,
   H2_CLIENTS,
@@ -25,14 +24,13 @@ import {
   h2loadArgs,
   h2loadRate,
   httpGet,
-  isInterrupted,
-  leftovers,
   loadavg,
   num,
   pkgVersion,
   progress,
   ROOT,
   run,
+  runScript,
   startService,
   stop,
   WRK_CONNECTIONS,
@@ -179,12 +177,4 @@ async function main(): Promise<void> {
   if (failed > 0 || verdict !== "no growth trend") process.exitCode = 1;
 }
 
-try {
-  await main();
-} catch (err) {
-  if (!isInterrupted()) process.stderr.write(`soak failed: ${(err as Error).stack ?? err}\n`);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-if (leftovers() === 0 && !isInterrupted()) process.exit();
+await runScript("soak", main);
