@@ -2,7 +2,7 @@
 // load generators and their parsing. Used by run.ts (`make bench`) and profile.ts.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
@@ -69,6 +69,18 @@ export async function cleanup(): Promise<void> {
 }
 
 export const leftovers = () => children.size;
+
+/** Fails early, naming the make target that installs or builds what is missing: h2load, wrk and dist/main.js. */
+export function requireBenchInputs(target: string): void {
+  for (const [tool, args] of [
+    ["h2load", ["--version"]],
+    ["wrk", ["-v"]],
+  ] as const) {
+    if (spawnSync(tool, args).error) throw new Error(`${tool} is missing: \`make ${target}\` installs nghttp2-client and wrk with apt-get`);
+  }
+  if (!existsSync(path.join(ROOT, "dist", "main.js")))
+    throw new Error(`dist/main.js is missing: run \`npm run build\` (make ${target} does)`);
+}
 
 /**
  * Runs a script's `main`: a failure is printed (not after Ctrl-C) and sets exit code 1, and every process

@@ -1,17 +1,4 @@
-// `make bench`: the service side by side with its references, in one run on this machine.
-//
-// Every server is its own process, pinned to CPU 0 when the machine has two CPUs or more; this script
-// and the load generators (h2load, wrk, the SSE client) run on CPU 1. Each group's servers are started
-// together, each is checked with one real request and warmed up, then measured in interleaved rounds
-// (A, B, C, A, B, C, …) so that a drift of the machine hits every server alike; each figure is the
-// median of the rounds. Every process started here is killed and reaped at the end, on Ctrl-C too.
-//
-// Tunables (environment): BENCH_SECONDS (per run, 6), BENCH_RUNS (3), BENCH_WARMUP (seconds, 3),
-// BENCH_SSE_CLIENTS (1000), BENCH_SSE_SECONDS (10), BENCH_ONLY (some of grpc,http,sse,startup),
-// BENCH_JSON (write the results there as JSON).
-
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   checkGrpc,
@@ -34,6 +21,7 @@ import {
   progress,
   ROOT,
   readyLine,
+  requireBenchInputs,
   run,
   runScript,
   type Server,
@@ -273,13 +261,7 @@ async function startupGroup(): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  for (const [tool, args] of [
-    ["h2load", ["--version"]],
-    ["wrk", ["-v"]],
-  ] as const) {
-    if (spawnSync(tool, args).error) throw new Error(`${tool} is missing: \`make bench\` installs nghttp2-client and wrk with apt-get`);
-  }
-  if (!existsSync(path.join(ROOT, "dist", "main.js"))) throw new Error("dist/main.js is missing: run `npm run build` (make bench does)");
+  requireBenchInputs("bench");
   const header = machine(pin());
   process.stderr.write(`${header.join("\n")}\n\n`);
   const started = performance.now();

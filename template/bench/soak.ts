@@ -10,8 +10,7 @@
 // service's default), SOAK_RSS_TOLERANCE (0.1: the last third's RSS floor may be 10 % above the middle third's).
 
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
+import { readFileSync } from "node:fs";
 import {
   CPUS,
   checkGrpc,
@@ -29,6 +28,7 @@ import {
   pkgVersion,
   progress,
   ROOT,
+  requireBenchInputs,
   run,
   runScript,
   startService,
@@ -78,13 +78,7 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const list = (m: Map<string, number>) => [...m].map(([k, v]) => `${k} ${fmt(v)}`).join(", ") || "none";
 
 async function main(): Promise<void> {
-  for (const [tool, args] of [
-    ["h2load", ["--version"]],
-    ["wrk", ["-v"]],
-  ] as const) {
-    if (spawnSync(tool, args).error) throw new Error(`${tool} is missing: \`make soak\` installs nghttp2-client and wrk with apt-get`);
-  }
-  if (!existsSync(path.join(ROOT, "dist", "main.js"))) throw new Error("dist/main.js is missing: run `npm run build` (make soak does)");
+  requireBenchInputs("soak");
 
   const service = await startService("soak", GATEWAY_MODE ? { GATEWAY_MODE } : {});
   const pid = service.child.pid!;
