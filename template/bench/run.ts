@@ -1,3 +1,15 @@
+// `make bench`: the service side by side with its references, in one run on this machine.
+//
+// Every server is its own process, pinned to CPU 0 when the machine has two CPUs or more; this script
+// and the load generators (h2load, wrk, the SSE client) run on CPU 1. Each group's servers are started
+// together, each is checked with one real request and warmed up, then measured in interleaved rounds
+// (A, B, C, A, B, C, …) so that a drift of the machine hits every server alike; each figure is the
+// median of the rounds. Every process started here is killed and reaped at the end, on Ctrl-C too.
+//
+// Tunables (environment): BENCH_SECONDS (per run, 6), BENCH_RUNS (3), BENCH_WARMUP (seconds, 3),
+// BENCH_SSE_CLIENTS (1000), BENCH_SSE_SECONDS (10), BENCH_ONLY (some of grpc,http,sse,startup),
+// BENCH_JSON (write the results there as JSON).
+
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
