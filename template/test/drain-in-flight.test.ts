@@ -23,10 +23,11 @@ import { killServiceProcesses, type LogLine, startServiceProcess } from "./suppo
 
 const CALLS_PER_PROTOCOL = 20;
 const DRAIN_WAIT_SECONDS = 1;
-const HTTP_ECHO_MS = 3000;
-const GRPC_ECHO_MS = 6000;
-const SSE = { from: 7, intervalMs: 500 }; // 3 s after its first event
-const GRPC_STREAM = { from: 13, intervalMs: 500 }; // 6 s after its first message
+// Long enough that HTTP closes (after the 1 s drain wait) while its calls still run, even on a loaded CI machine.
+const HTTP_ECHO_MS = 6000;
+const GRPC_ECHO_MS = 10_000;
+const SSE = { from: 13, intervalMs: 500 }; // 6 s after its first event
+const GRPC_STREAM = { from: 21, intervalMs: 500 }; // 10 s after its first message
 /** Between two attempts at a new connection while waiting for a server to close (nothing to await there). */
 const PROBE_PAUSE_MS = 20;
 
