@@ -59,15 +59,15 @@ const BATCH_BYTES = 4096;
 const BATCH_MS = 50;
 
 /**
- * stdout, written asynchronously (off the request path) and in batches: a busy service writes a line
- * per call, and a write per line costs a thread-pool round trip each. sonic-boom's `minLength` holds
- * lines until 4 KiB are buffered; the timer sends a quiet service's lines out within 50 ms.
- * flushLogs() writes what is left on exit.
+ * A file descriptor or path (stdout by default), written asynchronously (off the request path) and in
+ * batches: a busy service writes a line per call, and a write per line costs a thread-pool round trip
+ * each. sonic-boom's `minLength` holds lines until 4 KiB are buffered; the timer sends a quiet service's
+ * lines out within 50 ms. flushLogs() writes what is left on exit.
  */
-function batchedStdout(): DestinationStream {
+export function batchedDestination(dest: number | string = 1): DestinationStream {
   // Buffer mode: lines are kept as a list and joined once per write, where string mode re-measures the
   // growing batch on every line (about half a microsecond a line saved).
-  const out = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES, contentMode: "buffer" });
+  const out = pino.destination({ dest, sync: false, minLength: BATCH_BYTES, contentMode: "buffer" });
   let scheduled = false;
   const flush = () => {
     scheduled = false;
@@ -89,7 +89,7 @@ function batchedStdout(): DestinationStream {
 }
 
 function createLogger(options: LoggingOptions): Logger {
-  const destination = options.destination ?? (options.format === "pretty" ? prettyStream() : undefined) ?? batchedStdout();
+  const destination = options.destination ?? (options.format === "pretty" ? prettyStream() : undefined) ?? batchedDestination();
   return pino(pinoOptions(options.level), destination);
 }
 
