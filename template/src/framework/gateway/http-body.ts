@@ -1,9 +1,9 @@
-import { isUtf8 } from "node:buffer";
 import type { ServerResponse } from "node:http";
 import { create, type DescField, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { type HttpBody, HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
-import { Code, GrpcError } from "../errors/status.js";
+import { GrpcError } from "../errors/status.js";
+import { TEXT_BODY_TYPES, utf8Text } from "../server/http-server.js";
 import type { GatewayRoute } from "./routes.js";
 
 /**
@@ -32,9 +32,6 @@ export class RawBody {
   ) {}
 }
 
-/** The types server/http-server.ts parses, as UTF-8 text; any other is a 415 there. */
-const TEXT_BODY_TYPES = ["application/json", "text/plain"];
-
 /**
  * Lets requests to HttpBody routes carry any content type (any other route keeps the 415): JSON and
  * text stay UTF-8 strings elsewhere, but reach an HttpBody route as their bytes, invalid UTF-8 and
@@ -46,9 +43,10 @@ export function acceptRawBodies(app: FastifyInstance, isRawRoute: (req: FastifyR
   // Replaces http-server.ts's text parser with the same one for every other route.
   app.removeContentTypeParser(TEXT_BODY_TYPES);
   app.addContentTypeParser(TEXT_BODY_TYPES, { parseAs: "buffer" }, (req, body: Buffer, done) => {
-    if (isRawRoute(req)) done(null, raw(req, body));
-    else if (isUtf8(body)) done(null, body.toString("utf8"));
-    else done(new GrpcError(Code.INVALID_ARGUMENT, "request body is not valid UTF-8"));
+    if (isRawRoute(req)) return done(null, raw(req, body));
+    const text = utf8Text(body);
+    if (text instanceof GrpcError) done(text);
+    else done(null, text);
   });
   app.addContentTypeParser("*", { parseAs: "buffer" }, (req, body: Buffer, done) => {
     if (isRawRoute(req)) done(null, raw(req, body));

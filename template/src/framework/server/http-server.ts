@@ -123,6 +123,14 @@ function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
   });
 }
 
+/** The body types the HTTP server accepts (as UTF-8 text); any other is a 415. */
+export const TEXT_BODY_TYPES = ["application/json", "text/plain"];
+
+/** A text body: JSON is UTF-8 (RFC 8259), so invalid bytes are a 400, not U+FFFD smuggled into a string field. */
+export function utf8Text(body: Buffer): string | GrpcError {
+  return isUtf8(body) ? body.toString("utf8") : new GrpcError(Code.INVALID_ARGUMENT, "request body is not valid UTF-8");
+}
+
 /** Compressed content types: JSON, text (not event streams), JavaScript, XML and SVG. */
 const COMPRESSIBLE = /^text\/(?!event-stream)|[+/]json(?:;|$)|^application\/(?:javascript|xml)|[+/]xml(?:;|$)/;
 
@@ -174,11 +182,12 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
       globalDecompression: false,
     });
   }
-  app.removeContentTypeParser(["application/json", "text/plain"]);
-  // JSON is UTF-8 (RFC 8259): invalid bytes are a 400, not U+FFFD smuggled into a string field.
-  app.addContentTypeParser(["application/json", "text/plain"], { parseAs: "buffer" }, (_req, body: Buffer, done) =>
-    isUtf8(body) ? done(null, body.toString("utf8")) : done(new GrpcError(Code.INVALID_ARGUMENT, "request body is not valid UTF-8")),
-  );
+  app.removeContentTypeParser(TEXT_BODY_TYPES);
+  app.addContentTypeParser(TEXT_BODY_TYPES, { parseAs: "buffer" }, (_req, body: Buffer, done) => {
+    const text = utf8Text(body);
+    if (text instanceof GrpcError) done(text);
+    else done(null, text);
+  });
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof GrpcError) return sendHttpError(reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
