@@ -1,8 +1,8 @@
 import type { Metadata } from "@grpc/grpc-js";
+import type { CallContext } from "../call/context.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { Interceptor } from "../call/types.js";
 import type { Config } from "../config/schema.js";
-import { Code, GrpcError } from "../errors/status.js";
-import type { CallContext } from "../interceptors/context.js";
-import type { Interceptor } from "../interceptors/types.js";
 import type { ServiceImpl } from "../server/service.js";
 import { apiKeyCheck } from "./api-keys.js";
 import { tokenVerifier } from "./jwt.js";

@@ -1,5 +1,5 @@
-import { Code, GrpcError } from "../errors/status.js";
-import type { CallContext } from "../interceptors/context.js";
+import type { CallContext } from "../call/context.js";
+import { Code, GrpcError } from "../call/status.js";
 
 /** The verified claims of a JWT: the registered ones typed, any other claim as `unknown`. */
 export interface Claims {

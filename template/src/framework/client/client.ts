@@ -2,7 +2,7 @@ import type { DescMethodServerStreaming, DescMethodUnary, DescService, Message, 
 import { create } from "@bufbuild/protobuf";
 import { type ChannelCredentials, type ChannelOptions, credentials, Client as GrpcClient, Metadata } from "@grpc/grpc-js";
 import { context, propagation } from "@opentelemetry/api";
-import { currentContext } from "../interceptors/context.js";
+import { currentContext } from "../call/context.js";
 import type { ClientMetrics } from "../metrics/client-metrics.js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
 import { metricsInterceptor } from "./metrics-interceptor.js";

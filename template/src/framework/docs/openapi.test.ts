@@ -18,8 +18,9 @@ import {
 import { ExampleService } from "../../gen/example/v1/example_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
+import { methodInfo } from "../call/method.js";
 import { compileRoutes } from "../gateway/routes.js";
-import { type BoundMethod, methodInfo } from "../server/methods.js";
+import type { BoundMethod } from "../server/methods.js";
 import { buildOpenApi, documentStem, type OpenApiOptions } from "./openapi.js";
 
 type Json = Record<string, unknown>;

@@ -1,5 +1,5 @@
+import type { Code } from "../call/status.js";
 import { rootLogger } from "../logging/logger.js";
-import type { Code } from "./status.js";
 
 /** A server-side failure worth a human's attention, with what is needed to find it in the logs. */
 export interface ErrorReport {

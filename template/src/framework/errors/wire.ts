@@ -3,7 +3,7 @@ import { type Any, AnySchema, anyPack } from "@bufbuild/protobuf/wkt";
 import type { Metadata, ServiceError } from "@grpc/grpc-js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { asGrpcError, Code, GrpcError } from "./status.js";
+import { asGrpcError, Code, GrpcError } from "../call/status.js";
 
 /** The standard trailer carrying a binary google.rpc.Status with typed details. */
 const DETAILS_KEY = "grpc-status-details-bin";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { encodeFrame, FrameDecoder } from "./grpc-frames.js";
 
 const text = (messages: Buffer[]) => messages.map((m) => m.toString());

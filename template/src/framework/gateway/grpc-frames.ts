@@ -1,4 +1,4 @@
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 
 /** gRPC's length-prefixed message: a flag byte (1 = compressed), a big-endian uint32 length, the bytes. */
 const PREFIX = 5;

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { encodeFrame, FrameDecoder } from "./grpc-frames.js";
 import { GrpcWireClient, type WireRequest } from "./grpc-wire-client.js";
 

@@ -10,7 +10,7 @@ import {
 import { connect as netConnect } from "node:net";
 import type { SecureContext } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { DEFAULT_MAX_RECEIVE_LENGTH, encodeFrame, FrameDecoder } from "./grpc-frames.js";
 import { addHeaders, grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { constants } from "node:http2";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
-import { Code } from "../errors/status.js";
+import { Code } from "../call/status.js";
 import { grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
 
 describe("grpcTimeout", () => {

@@ -1,6 +1,6 @@
 import { constants, type IncomingHttpHeaders } from "node:http2";
 import type { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 
 /**
  * How a gRPC response's headers, trailers and resets become metadata and a status, as grpc-js's

@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import { create, type DescField, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { type HttpBody, HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
-import { GrpcError } from "../errors/status.js";
+import { GrpcError } from "../call/status.js";
 import { TEXT_BODY_TYPES, utf8Text } from "../server/http-server.js";
 import type { GatewayRoute } from "./routes.js";
 

@@ -1,4 +1,4 @@
-import { Code } from "../errors/status.js";
+import { Code } from "../call/status.js";
 
 /** gRPC code → HTTP status, the table grpc-gateway and Connect share (FailedPrecondition is 400, not 412). */
 const HTTP_STATUS: Record<Code, number> = {

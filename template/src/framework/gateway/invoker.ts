@@ -1,9 +1,9 @@
 import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
-import { asGrpcError, Code, GrpcError } from "../errors/status.js";
-import { CallContext, runInContext } from "../interceptors/context.js";
-import type { CallAbortController } from "../interceptors/lazy-abort.js";
-import type { CallResult } from "../interceptors/types.js";
+import { CallContext, runInContext } from "../call/context.js";
+import type { CallAbortController } from "../call/lazy-abort.js";
+import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import type { CallResult } from "../call/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
 import { GrpcWireClient, type WireClientOptions } from "./grpc-wire-client.js";

@@ -1,4 +1,4 @@
-import type { MethodInfo } from "../interceptors/types.js";
+import type { MethodInfo } from "../call/types.js";
 
 /**
  * How a server-streaming response is framed over HTTP for one media type. A marshaler only turns

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { EVENT_STREAM, Marshalers, ndjsonMarshaler, sseMarshaler } from "./marshalers.js";
 import { headersFromMetadata, parseGrpcTimeout } from "./metadata.js";
 

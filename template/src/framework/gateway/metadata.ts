@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 
 export interface HeaderPolicy {
   traceHeader: string;

@@ -11,7 +11,7 @@ import {
   mergeFromJson,
   ScalarType,
 } from "@bufbuild/protobuf";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { RawBody, rawRequestMessage } from "./http-body.js";
 import type { GatewayRoute } from "./routes.js";
 

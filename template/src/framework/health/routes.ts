@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { Code } from "../errors/status.js";
+import { Code } from "../call/status.js";
 import { statusJson } from "../errors/wire.js";
 import type { BuildInfo } from "./build-info.js";
 import type { Readiness } from "./readiness.js";

@@ -1,5 +1,5 @@
 import type { Message } from "@bufbuild/protobuf";
-import type { Interceptor } from "./types.js";
+import type { Interceptor } from "../call/types.js";
 
 /**
  * Per-request debug logging: a true `debug` or `enable_debug` field, or the debug header

@@ -1,7 +1,7 @@
+import { Code, statusCode } from "../call/status.js";
+import type { Call, Interceptor } from "../call/types.js";
 import type { ErrorReporter } from "../errors/reporter.js";
-import { Code, statusCode } from "../errors/status.js";
 import { observe } from "./observe.js";
-import type { Call, Interceptor } from "./types.js";
 
 /** Server errors only: a client's mistake (InvalidArgument, NotFound…) is not worth waking anyone. */
 const REPORTED = new Set<Code>([Code.UNKNOWN, Code.INTERNAL, Code.DATA_LOSS, Code.UNAVAILABLE]);

@@ -3,12 +3,12 @@ import { describe, test } from "node:test";
 import { create, type Message } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { CountdownResponseSchema, EchoRequestSchema, EchoResponseSchema, ExampleService } from "../../gen/example/v1/example_pb.js";
-import { Code, GrpcError } from "../errors/status.js";
+import { CallContext } from "../call/context.js";
+import { methodInfo } from "../call/method.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { Call, CallResult, MethodInfo, Next } from "../call/types.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
-import { methodInfo } from "../server/methods.js";
-import { CallContext } from "./context.js";
 import { grpcMetrics } from "./metrics.js";
-import type { Call, CallResult, MethodInfo, Next } from "./types.js";
 
 const echo = methodInfo(ExampleService.method.echo);
 const countdown = methodInfo(ExampleService.method.countdown);

@@ -1,8 +1,8 @@
 import type { Message } from "@bufbuild/protobuf";
-import { Code, statusCode } from "../errors/status.js";
+import type { CallContext } from "../call/context.js";
+import { Code, statusCode } from "../call/status.js";
+import type { Interceptor } from "../call/types.js";
 import type { MethodStats, ServerMetrics } from "../metrics/server-metrics.js";
-import type { CallContext } from "./context.js";
-import type { Interceptor } from "./types.js";
 
 /**
  * gRPC server metrics (go-grpc-prometheus semantics): started, received, sent per message,

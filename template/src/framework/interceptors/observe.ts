@@ -1,5 +1,5 @@
 import type { Message } from "@bufbuild/protobuf";
-import type { CallResult } from "./types.js";
+import type { CallResult } from "../call/types.js";
 
 /**
  * Calls `onEnd` once when the call is over: at once for a unary result, after the

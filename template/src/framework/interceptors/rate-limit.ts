@@ -1,6 +1,6 @@
 import { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../errors/status.js";
-import type { Interceptor } from "./types.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { Interceptor } from "../call/types.js";
 
 /** A token bucket refilled continuously at `rate` tokens/s up to `burst`. */
 export class TokenBucket {

@@ -1,7 +1,7 @@
-import { asGrpcError, Code, GrpcError } from "../errors/status.js";
-import type { CallContext } from "./context.js";
+import type { CallContext } from "../call/context.js";
+import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import type { Interceptor } from "../call/types.js";
 import { mapStreamErrors } from "./observe.js";
-import type { Interceptor } from "./types.js";
 
 /**
  * Panic recovery, innermost: anything thrown that is not a status becomes INTERNAL

@@ -1,7 +1,7 @@
-import { Code, codeName, statusCode } from "../errors/status.js";
+import { Code, codeName, statusCode } from "../call/status.js";
+import type { Call, Interceptor } from "../call/types.js";
 import { writeCallLine } from "../logging/call-line.js";
 import { observe } from "./observe.js";
-import type { Call, Interceptor } from "./types.js";
 
 /** One line per call with its method, code and duration; `errorsOnly` keeps just the failures. */
 export function responseTimeLog(errorsOnly: boolean): Interceptor {

@@ -1,5 +1,5 @@
-import { Code, GrpcError } from "../errors/status.js";
-import type { CallResult, Interceptor } from "./types.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { CallResult, Interceptor } from "../call/types.js";
 
 const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
 

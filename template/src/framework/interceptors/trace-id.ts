@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
-import type { Interceptor } from "./types.js";
+import type { Interceptor } from "../call/types.js";
 
 const MAX_TRACE_ID_LENGTH = 128;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;

@@ -1,8 +1,8 @@
 import type { Metadata } from "@grpc/grpc-js";
 import { type Context, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
-import { Code, codeName, statusCode } from "../errors/status.js";
+import { Code, codeName, statusCode } from "../call/status.js";
+import type { Interceptor } from "../call/types.js";
 import { observe } from "./observe.js";
-import type { Interceptor } from "./types.js";
 
 /** Reads W3C `traceparent`/`tracestate` from gRPC metadata (HTTP headers arrive there too). */
 const metadataGetter: TextMapGetter<Metadata> = {

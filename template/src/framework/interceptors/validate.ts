@@ -2,8 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { Code, GrpcError } from "../errors/status.js";
-import type { Interceptor } from "./types.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { Interceptor } from "../call/types.js";
 
 /**
  * buf.validate rules on the request: a violation answers INVALID_ARGUMENT with a

@@ -4,6 +4,7 @@ import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
+import { Chain, type NamedInterceptor } from "../call/chain.js";
 import { type Client, type ClientOptions, createClient } from "../client/client.js";
 import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
@@ -16,7 +17,6 @@ import { compileRoutes } from "../gateway/routes.js";
 import { buildInfo, readPackageJson } from "../health/build-info.js";
 import { Readiness } from "../health/readiness.js";
 import { registerHealthRoutes } from "../health/routes.js";
-import { Chain, defaultInterceptors, type NamedInterceptor } from "../interceptors/chain.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
@@ -27,6 +27,7 @@ import { loadGrpcTls } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import { Workers } from "../workers/supervisor.js";
+import { defaultInterceptors } from "./default-chain.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
 
 export interface AppOptions {

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from "pino";
+import { setCallLogging } from "../call/context.js";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFormat = "json" | "pretty";
@@ -113,6 +114,9 @@ export function requestLogger(fields: Record<string, unknown>, debug: boolean): 
   if (debug) child.level = "debug";
   return child;
 }
+
+// Every call's `ctx.logger` is a request logger of the process logger.
+setCallLogging({ forCall: requestLogger, level: () => root.level });
 
 /** Writes out buffered lines; call before the process exits. */
 export function flushLogs(): void {

@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { Registry } from "prom-client";
+import { Code, codeName } from "../call/status.js";
 import type { Config } from "../config/schema.js";
-import { Code, codeName } from "../errors/status.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
 
 export const GRPC_LABELS = ["grpc_type", "grpc_service", "grpc_method"] as const;

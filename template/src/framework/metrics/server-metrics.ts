@@ -1,8 +1,8 @@
 import type { RouteOptions } from "fastify";
 import { collectDefaultMetrics, Registry } from "prom-client";
+import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
 import type { GatewayRoute } from "../gateway/routes.js";
-import type { MethodInfo } from "../interceptors/types.js";
 import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels } from "./call-stats.js";
 import { ClientMetrics } from "./client-metrics.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { OpsContext } from "../admin/routes.js";
-import { Code, GrpcError } from "../errors/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { sendHttpError } from "../gateway/errors.js";
 import { cpuProfile } from "./cpu.js";
 import { heapProfile, heapSummary } from "./heap.js";

@@ -1,10 +1,10 @@
 import { once } from "node:events";
 import type { Message } from "@bufbuild/protobuf";
 import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from "@grpc/grpc-js";
+import { CallContext, runInContext } from "../call/context.js";
+import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
+import type { MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
-import { CallContext, runInContext } from "../interceptors/context.js";
-import { type CancelSource, LazyAbortController } from "../interceptors/lazy-abort.js";
-import type { MethodInfo } from "../interceptors/types.js";
 import type { BoundMethod } from "./methods.js";
 
 /** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */

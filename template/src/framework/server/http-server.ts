@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import type { Socket } from "node:net";
 import compress from "@fastify/compress";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
-import { Code, GrpcError } from "../errors/status.js";
 import { statusJson } from "../errors/wire.js";
 import { httpError, sendHttpError } from "../gateway/errors.js";
 

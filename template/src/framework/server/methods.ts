@@ -1,25 +1,13 @@
-import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
-import type { Chain } from "../interceptors/chain.js";
-import type { Call, CallResult, MethodInfo, Next } from "../interceptors/types.js";
+import { create, type Message } from "@bufbuild/protobuf";
+import type { Chain } from "../call/chain.js";
+import { methodInfo } from "../call/method.js";
+import type { Call, CallResult, MethodInfo, Next } from "../call/types.js";
 import type { ServiceImpl } from "./service.js";
 
 /** A served method: what it is, and its handler already wrapped in the chain. */
 export interface BoundMethod {
   readonly info: MethodInfo;
   readonly invoke: Next;
-}
-
-export function methodInfo(desc: DescMethod): MethodInfo {
-  if (desc.methodKind !== "unary" && desc.methodKind !== "server_streaming") {
-    throw new Error(`${desc.parent.typeName}.${desc.name}: ${desc.methodKind} methods are not supported (unary and server streaming are)`);
-  }
-  return {
-    desc,
-    service: desc.parent.typeName,
-    name: desc.name,
-    path: `/${desc.parent.typeName}/${desc.name}`,
-    kind: desc.methodKind,
-  };
 }
 
 type AnyHandler = (request: Message, ctx: Call["ctx"]) => unknown;

@@ -1,29 +1,9 @@
-import type { DescMethodServerStreaming, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type { DescService } from "@bufbuild/protobuf";
 import type { Authenticate } from "../auth/auth.js";
-import type { CallContext } from "../interceptors/context.js";
+import type { CallContext } from "../call/context.js";
+import type { ServiceHandlers } from "../call/handlers.js";
 import type { LifecycleHooks } from "../lifecycle/hooks.js";
 import type { Worker } from "../workers/worker.js";
-
-/** A unary handler: a plain (async) function from request to response. */
-export type UnaryHandler<M extends DescMethodUnary> = (
-  request: MessageShape<M["input"]>,
-  ctx: CallContext,
-) => Promise<MessageInitShape<M["output"]>> | MessageInitShape<M["output"]>;
-
-/** A server-streaming handler: an async generator that yields the responses. */
-export type ServerStreamingHandler<M extends DescMethodServerStreaming> = (
-  request: MessageShape<M["input"]>,
-  ctx: CallContext,
-) => AsyncIterable<MessageInitShape<M["output"]>>;
-
-/** One handler per RPC, keyed by the method's local name (`echo` for `Echo`), typed from the generated code. */
-export type ServiceHandlers<S extends DescService> = {
-  [K in keyof S["method"]]: S["method"][K] extends DescMethodUnary
-    ? UnaryHandler<S["method"][K]>
-    : S["method"][K] extends DescMethodServerStreaming
-      ? ServerStreamingHandler<S["method"][K]>
-      : never; // client and bidi streaming are not served by this framework
-};
 
 export interface ServiceOptions<S extends DescService> extends LifecycleHooks {
   handlers: ServiceHandlers<S>;

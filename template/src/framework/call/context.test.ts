@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
 import { ExampleService } from "../../gen/example/v1/example_pb.js";
-import { methodInfo } from "../server/methods.js";
 import { CallContext } from "./context.js";
 import { LazyAbortController } from "./lazy-abort.js";
+import { methodInfo } from "./method.js";
 
 const contextOf = (controller?: AbortController | LazyAbortController) =>
   new CallContext({

@@ -11,17 +11,18 @@ import {
   EchoResponseSchema,
   ExampleService,
 } from "../../gen/example/v1/example_pb.js";
+import { Chain, type NamedInterceptor } from "../call/chain.js";
+import { CallContext } from "../call/context.js";
+import { methodInfo } from "../call/method.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { Call, CallResult, Next } from "../call/types.js";
 import { loadConfig } from "../config/load.js";
 import { logReporter } from "../errors/reporter.js";
-import { Code, GrpcError } from "../errors/status.js";
+import { observe } from "../interceptors/observe.js";
+import { recovery } from "../interceptors/recovery.js";
 import { configureLogging } from "../logging/logger.js";
-import { methodInfo } from "../server/methods.js";
 import type { ServiceImpl } from "../server/service.js";
-import { Chain, type ChainDeps, defaultInterceptors, type NamedInterceptor } from "./chain.js";
-import { CallContext } from "./context.js";
-import { observe } from "./observe.js";
-import { recovery } from "./recovery.js";
-import type { Call, CallResult, Next } from "./types.js";
+import { type ChainDeps, defaultInterceptors } from "./default-chain.js";
 
 const logs: Record<string, unknown>[] = [];
 configureLogging({

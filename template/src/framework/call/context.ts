@@ -1,10 +1,36 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Metadata } from "@grpc/grpc-js";
-import type { Logger } from "pino";
-import { Code } from "../errors/status.js";
-import { requestLogger, rootLogger } from "../logging/logger.js";
+import pino, { type Logger } from "pino";
 import { type CallAbortController, isAborted, LazyAbortController } from "./lazy-abort.js";
+import { Code } from "./status.js";
 import type { MethodInfo } from "./types.js";
+
+/**
+ * How a call gets its logger. The call model sits below the logging setup, so the logging module
+ * installs itself here when it loads (`setCallLogging`); the fallback, for code that builds a context
+ * without it, is a plain pino logger.
+ */
+export interface CallLogging {
+  /** A logger whose lines carry `fields` (read at write time), at debug level when `debug` is set. */
+  forCall(fields: Record<string, unknown>, debug: boolean): Logger;
+  /** The process's level, which a call returns to when its debug override is turned off. */
+  level(): string;
+}
+
+let fallback: Logger | undefined;
+let logging: CallLogging = {
+  forCall(fields, debug) {
+    fallback ??= pino({ base: undefined });
+    const child = fallback.child(fields);
+    if (debug) child.level = "debug";
+    return child;
+  },
+  level: () => fallback?.level ?? "info",
+};
+
+export function setCallLogging(callLogging: CallLogging): void {
+  logging = callLogging;
+}
 
 export type Transport = "grpc" | "http";
 
@@ -62,7 +88,7 @@ export class CallContext {
 
   /** A logger whose lines carry this call's fields; it logs at debug when the call asked for it. */
   get logger(): Logger {
-    this.#logger ??= requestLogger(this.fields, this.#debug);
+    this.#logger ??= logging.forCall(this.fields, this.#debug);
     return this.#logger;
   }
 
@@ -99,7 +125,7 @@ export class CallContext {
   /** Logs this call at debug level whatever `LOG_LEVEL` says (or stops doing so). */
   setDebug(on: boolean): void {
     this.#debug = on;
-    if (this.#logger) this.#logger.level = on ? "debug" : rootLogger().level;
+    if (this.#logger) this.#logger.level = on ? "debug" : logging.level();
   }
 
   /** Adds a field to every log line of this call. */

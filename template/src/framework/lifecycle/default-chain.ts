@@ -1,24 +1,19 @@
 import { authInterceptor } from "../auth/auth.js";
+import type { NamedInterceptor } from "../call/chain.js";
 import type { Config } from "../config/schema.js";
 import type { ErrorReporter } from "../errors/reporter.js";
+import { debugLog } from "../interceptors/debug-log.js";
+import { errorNotification } from "../interceptors/error-notification.js";
+import { grpcMetrics } from "../interceptors/metrics.js";
+import { rateLimit } from "../interceptors/rate-limit.js";
+import { recovery } from "../interceptors/recovery.js";
+import { responseTimeLog } from "../interceptors/response-time.js";
+import { defaultTimeout } from "../interceptors/timeout.js";
+import { traceId } from "../interceptors/trace-id.js";
+import { tracing } from "../interceptors/tracing.js";
+import { validate } from "../interceptors/validate.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import type { ServiceImpl } from "../server/service.js";
-import { debugLog } from "./debug-log.js";
-import { errorNotification } from "./error-notification.js";
-import { grpcMetrics } from "./metrics.js";
-import { rateLimit } from "./rate-limit.js";
-import { recovery } from "./recovery.js";
-import { responseTimeLog } from "./response-time.js";
-import { defaultTimeout } from "./timeout.js";
-import { traceId } from "./trace-id.js";
-import { tracing } from "./tracing.js";
-import type { Interceptor, MethodInfo, Next } from "./types.js";
-import { validate } from "./validate.js";
-
-export interface NamedInterceptor {
-  readonly name: string;
-  readonly interceptor: Interceptor;
-}
 
 /** What the interceptors need beyond the configuration, made once at start-up. */
 export interface ChainDeps {
@@ -54,54 +49,4 @@ export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInter
     { name: "recovery", interceptor: recovery },
   ];
   return chain.filter((entry) => entry !== false && entry !== undefined);
-}
-
-/** The ordered interceptor list: open for prepending during initialisation, frozen once serving starts. */
-export class Chain {
-  #custom: NamedInterceptor[] = [];
-  #frozen = false;
-  readonly #defaults: NamedInterceptor[];
-
-  constructor(defaults: NamedInterceptor[]) {
-    this.#defaults = defaults;
-  }
-
-  /** Adds interceptors in front of the default chain (first argument outermost). Only before start-up completes. */
-  prepend(...interceptors: NamedInterceptor[]): void {
-    if (this.#frozen) throw new Error("interceptors can only be added during initialisation (before the servers start)");
-    this.#custom = [...interceptors, ...this.#custom];
-  }
-
-  /** Names in call order, outermost first. */
-  names(): string[] {
-    return this.entries().map((e) => e.name);
-  }
-
-  entries(): NamedInterceptor[] {
-    return [...this.#custom, ...this.#defaults];
-  }
-
-  /** Composes the chain around one method's handler; done once per method at start-up. */
-  compose(method: MethodInfo, handler: Next): Next {
-    this.#frozen = true;
-    return this.entries().reduceRight<Next>((next, { interceptor }) => {
-      const step = interceptor(next, method);
-      return step === next ? next : rejecting(step);
-    }, rejecting(handler));
-  }
-}
-
-/**
- * Interceptors that need no `await` are plain functions (each async layer costs a promise per call) and
- * may throw; this turns such a throw into a rejection, so every `next` an interceptor calls returns a
- * promise and never throws.
- */
-function rejecting(next: Next): Next {
-  return (call) => {
-    try {
-      return next(call);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
 }

@@ -1,0 +1,57 @@
+import type { Interceptor, MethodInfo, Next } from "./types.js";
+
+/** An interceptor with the name it has in the chain's order (logs, tests, `App.interceptors()`). */
+export interface NamedInterceptor {
+  readonly name: string;
+  readonly interceptor: Interceptor;
+}
+
+/** The ordered interceptor list: open for prepending during initialisation, frozen once serving starts. */
+export class Chain {
+  #custom: NamedInterceptor[] = [];
+  #frozen = false;
+  readonly #defaults: NamedInterceptor[];
+
+  constructor(defaults: NamedInterceptor[]) {
+    this.#defaults = defaults;
+  }
+
+  /** Adds interceptors in front of the default chain (first argument outermost). Only before start-up completes. */
+  prepend(...interceptors: NamedInterceptor[]): void {
+    if (this.#frozen) throw new Error("interceptors can only be added during initialisation (before the servers start)");
+    this.#custom = [...interceptors, ...this.#custom];
+  }
+
+  /** Names in call order, outermost first. */
+  names(): string[] {
+    return this.entries().map((e) => e.name);
+  }
+
+  entries(): NamedInterceptor[] {
+    return [...this.#custom, ...this.#defaults];
+  }
+
+  /** Composes the chain around one method's handler; done once per method at start-up. */
+  compose(method: MethodInfo, handler: Next): Next {
+    this.#frozen = true;
+    return this.entries().reduceRight<Next>((next, { interceptor }) => {
+      const step = interceptor(next, method);
+      return step === next ? next : rejecting(step);
+    }, rejecting(handler));
+  }
+}
+
+/**
+ * Interceptors that need no `await` are plain functions (each async layer costs a promise per call) and
+ * may throw; this turns such a throw into a rejection, so every `next` an interceptor calls returns a
+ * promise and never throws.
+ */
+function rejecting(next: Next): Next {
+  return (call) => {
+    try {
+      return next(call);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+}
