@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { once } from "node:events";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { create, fromBinary, getExtension, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
@@ -15,6 +15,7 @@ import {
   type ServerReflectionResponse,
 } from "../src/gen/grpc/reflection/v1/reflection_pb.js";
 import { exampleService } from "../src/service/example-service.js";
+import { createLibrary } from "./gateway-library.js";
 
 const run = promisify(execFile);
 
@@ -88,4 +89,111 @@ test("reflection serves the real descriptors, custom options included, and NOT_F
     call.end();
     grpc.close();
   }
+});
+
+/**
+ * A raw reflection client on either protocol's path (v1 and v1alpha share their messages), so the
+ * answers are checked exactly as a client receives them.
+ */
+function rawReflection(address: string, pkg: "grpc.reflection.v1" | "grpc.reflection.v1alpha") {
+  const grpc = new Client(address, credentials.createInsecure());
+  const d = grpcMethodDefinition(ServerReflection.method.serverReflectionInfo);
+  const call = grpc.makeBidiStreamRequest(`/${pkg}.ServerReflection/ServerReflectionInfo`, d.requestSerialize, d.responseDeserialize);
+  return {
+    async ask(messageRequest: MessageInitShape<typeof ServerReflectionRequestSchema>["messageRequest"]) {
+      call.write(create(ServerReflectionRequestSchema, { messageRequest }));
+      const [response] = (await once(call, "data")) as [ServerReflectionResponse];
+      return response.messageResponse;
+    },
+    close() {
+      call.end();
+      grpc.close();
+    },
+  };
+}
+
+describe("reflection of test-only protos, raw v1 and v1alpha clients", () => {
+  // library.proto declares LibraryService and ShelfService; only LibraryService is served.
+  let library: TestServer;
+  before(async () => {
+    library = await startTestServer([createLibrary().service]);
+  });
+  after(() => library.close());
+
+  for (const pkg of ["grpc.reflection.v1", "grpc.reflection.v1alpha"] as const) {
+    test(`${pkg}: list_services names the served services, health and both reflection versions, nothing else`, async () => {
+      const client = rawReflection(library.grpcAddress, pkg);
+      try {
+        const answer = await client.ask({ case: "listServices", value: "" });
+        assert.equal(answer.case, "listServicesResponse");
+        assert.deepEqual(answer.value.service.map((s) => s.name).sort(), [
+          "gatewaytest.v1.LibraryService",
+          "grpc.health.v1.Health",
+          "grpc.reflection.v1.ServerReflection",
+          "grpc.reflection.v1alpha.ServerReflection",
+        ]);
+      } finally {
+        client.close();
+      }
+    });
+
+    test(`${pkg}: file_by_filename takes the real file name and answers the file first, then its imports`, async () => {
+      const client = rawReflection(library.grpcAddress, pkg);
+      try {
+        const found = await client.ask({ case: "fileByFilename", value: "gatewaytest/v1/library.proto" });
+        assert.equal(found.case, "fileDescriptorResponse");
+        const names = found.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
+        assert.equal(names[0], "gatewaytest/v1/library.proto");
+        for (const dep of ["google/api/annotations.proto", "google/api/http.proto", "google/protobuf/timestamp.proto"]) {
+          assert.ok(names.includes(dep), `${dep} in ${names.join(", ")}`);
+        }
+        const dependency = await client.ask({ case: "fileByFilename", value: "google/protobuf/timestamp.proto" });
+        assert.equal(dependency.case, "fileDescriptorResponse");
+        assert.equal(
+          fromBinary(FileDescriptorProtoSchema, dependency.value.fileDescriptorProto[0]!).name,
+          "google/protobuf/timestamp.proto",
+        );
+
+        // protobuf-es names files without `.proto` internally; that name is not a file name.
+        const stem = await client.ask({ case: "fileByFilename", value: "gatewaytest/v1/library" });
+        assert.equal(stem.case, "errorResponse");
+        assert.equal(stem.value.errorCode, 5);
+        assert.equal(stem.value.errorMessage, "file gatewaytest/v1/library not found");
+      } finally {
+        client.close();
+      }
+    });
+
+    test(`${pkg}: the reflection services themselves are described, v1alpha under its own package and file`, async () => {
+      const client = rawReflection(library.grpcAddress, pkg);
+      try {
+        for (const [symbol, file] of [
+          ["grpc.reflection.v1.ServerReflection", "grpc/reflection/v1/reflection.proto"],
+          ["grpc.reflection.v1alpha.ServerReflection", "grpc/reflection/v1alpha/reflection.proto"],
+        ] as const) {
+          const found = await client.ask({ case: "fileContainingSymbol", value: symbol });
+          assert.equal(found.case, "fileDescriptorResponse", symbol);
+          const proto = fromBinary(FileDescriptorProtoSchema, found.value.fileDescriptorProto[0]!);
+          assert.equal(proto.name, file);
+          const method = proto.service[0]!.method[0]!;
+          const pkgOfSymbol = symbol.slice(0, symbol.lastIndexOf("."));
+          assert.equal(method.inputType, `.${pkgOfSymbol}.ServerReflectionRequest`);
+          assert.equal(method.outputType, `.${pkgOfSymbol}.ServerReflectionResponse`);
+          const byName = await client.ask({ case: "fileByFilename", value: file });
+          assert.equal(byName.case, "fileDescriptorResponse", file);
+        }
+      } finally {
+        client.close();
+      }
+    });
+  }
+
+  test("buf curl lists the methods of the served services only, over both reflection protocols", async () => {
+    for (const protocol of ["grpc-v1", "grpc-v1alpha"]) {
+      const methods = (await bufCurl("--reflect-protocol", protocol, "--list-methods", `http://${library.grpcAddress}`)).trim().split("\n");
+      assert.ok(methods.includes("gatewaytest.v1.LibraryService/GetBook"), protocol);
+      assert.ok(methods.includes("grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"), protocol);
+      assert.ok(!methods.some((m) => m.startsWith("gatewaytest.v1.ShelfService/")), `${protocol}: ${methods.join(", ")}`);
+    }
+  });
 });

@@ -1,6 +1,5 @@
-import type { DescFile } from "@bufbuild/protobuf";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
-import { file_grpc_health_v1_health } from "../../gen/grpc/health/v1/health_pb.js";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { Config } from "../config/schema.js";
 import type { Readiness } from "../health/readiness.js";
 import { grpcHandler } from "./grpc-adapter.js";
@@ -49,8 +48,7 @@ export function createGrpcServer({ config, services, methods, readiness }: GrpcS
   }
   readiness.addToServer(server);
   if (!config.DISABLE_GRPC_REFLECTION) {
-    const files: DescFile[] = [...new Set(services.map((s) => s.desc.file)), file_grpc_health_v1_health];
-    addReflection(server, files);
+    addReflection(server, [...services.map((s) => s.desc), Health]);
   }
   return server;
 }

@@ -1,4 +1,14 @@
-import { create, createRegistry, type DescFile, type MessageInitShape, type Registry, toBinary } from "@bufbuild/protobuf";
+import {
+  clone,
+  create,
+  createFileRegistry,
+  createRegistry,
+  type DescFile,
+  type DescService,
+  type MessageInitShape,
+  type Registry,
+  toBinary,
+} from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { type Server, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import {
@@ -14,11 +24,11 @@ type Answer = NonNullable<MessageInitShape<typeof ServerReflectionResponseSchema
 
 /** A file and everything it imports, each once, dependencies first. */
 export function withDependencies(files: readonly DescFile[]): DescFile[] {
-  const seen = new Set<string>();
+  const seen = new Set<DescFile>();
   const ordered: DescFile[] = [];
   const visit = (file: DescFile) => {
-    if (seen.has(file.name)) return;
-    seen.add(file.name);
+    if (seen.has(file)) return;
+    seen.add(file);
     for (const dep of file.dependencies) visit(dep);
     ordered.push(file);
   };
@@ -32,15 +42,17 @@ export function withDependencies(files: readonly DescFile[]): DescFile[] {
  */
 class ReflectionIndex {
   readonly #registry: Registry;
+  /** Keyed by the file's real name, `example/v1/example.proto` (protobuf-es's `DescFile.name` drops `.proto`). */
   readonly #files: Map<string, DescFile>;
   readonly #services: string[];
-  readonly #encoded = new Map<string, Uint8Array>();
+  readonly #encoded = new Map<DescFile, Uint8Array>();
 
-  constructor(files: readonly DescFile[]) {
-    const all = withDependencies(files);
-    this.#files = new Map(all.map((f) => [f.name, f]));
+  /** `services` are the ones actually served: only they are listed, though every file stays resolvable. */
+  constructor(services: readonly DescService[]) {
+    const all = withDependencies(services.map((s) => s.file));
+    this.#files = new Map(all.map((f) => [f.proto.name, f]));
     this.#registry = createRegistry(...all);
-    this.#services = files.flatMap((f) => f.services.map((s) => s.typeName));
+    this.#services = [...new Set(services.map((s) => s.typeName))];
   }
 
   answer(request: ServerReflectionRequest): Answer {
@@ -86,8 +98,8 @@ class ReflectionIndex {
   }
 
   #bytes(file: DescFile): Uint8Array {
-    let bytes = this.#encoded.get(file.name);
-    if (!bytes) this.#encoded.set(file.name, (bytes = toBinary(FileDescriptorProtoSchema, file.proto)));
+    let bytes = this.#encoded.get(file);
+    if (!bytes) this.#encoded.set(file, (bytes = toBinary(FileDescriptorProtoSchema, file.proto)));
     return bytes;
   }
 }
@@ -96,9 +108,37 @@ function notFound(what: string): Answer {
   return { case: "errorResponse", value: { errorCode: status.NOT_FOUND, errorMessage: `${what} not found` } };
 }
 
-/** Server reflection v1 and v1alpha (same messages, other package) for `files` and their imports. */
-export function addReflection(server: Server, files: readonly DescFile[]): void {
-  const index = new ReflectionIndex([...files, file_grpc_reflection_v1_reflection]);
+/**
+ * grpc/reflection/v1alpha/reflection.proto, made at start-up from the v1 file: upstream, v1alpha is the same
+ * file under another package (only comments and language options differ), so clients that describe the
+ * v1alpha service get a real descriptor without a second copy of the proto in the repository.
+ */
+function reflectionV1alphaFile(): DescFile {
+  const v1 = file_grpc_reflection_v1_reflection;
+  const proto = clone(FileDescriptorProtoSchema, v1.proto);
+  proto.name = "grpc/reflection/v1alpha/reflection.proto";
+  proto.package = "grpc.reflection.v1alpha";
+  proto.options = undefined;
+  const rename = (typeName: string) => typeName.replace(".grpc.reflection.v1.", ".grpc.reflection.v1alpha.");
+  for (const message of proto.messageType) for (const field of message.field) field.typeName = rename(field.typeName);
+  for (const service of proto.service) {
+    for (const method of service.method) {
+      method.inputType = rename(method.inputType);
+      method.outputType = rename(method.outputType);
+    }
+  }
+  const file = createFileRegistry(proto, () => undefined).getFile(proto.name);
+  if (!file) throw new Error("reflection: cannot build the v1alpha descriptor");
+  return file;
+}
+
+/**
+ * Server reflection v1 and v1alpha (same messages, other package). `services` are the services the server
+ * serves; reflection lists them and itself, and resolves every file they import.
+ */
+export function addReflection(server: Server, services: readonly DescService[]): void {
+  const v1alpha = reflectionV1alphaFile();
+  const index = new ReflectionIndex([...services, ServerReflection, ...v1alpha.services]);
   const method = ServerReflection.method.serverReflectionInfo;
   const handler = (call: ServerDuplexStream<ServerReflectionRequest, ServerReflectionResponse>) => {
     call.on("data", (request: ServerReflectionRequest) => {
