@@ -1,5 +1,5 @@
 // End to end, the way users get it: pack the scaffolder as npm would publish it, run the tarball's bin with
-// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` inside each
+// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` (and in one, `make test-framework`) inside each
 // generated repository. Slow (two `npm install`s and two test suites): `make test-e2e` runs it alone.
 //
 // E2E_KEEP=1 keeps the temp directory for inspection.
@@ -187,6 +187,12 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     const r = await run("make", ["test"], dir, 15 * MINUTE);
     assertOk(r, "make test in demo-svc");
     t.diagnostic(`make test took ${r.ms} ms`);
+  });
+
+  test("make test-framework (the vendored framework's suite) passes in the renamed repository", { timeout: 15 * MINUTE }, async (t) => {
+    const r = await run("make", ["test-framework"], dir, 15 * MINUTE);
+    assertOk(r, "make test-framework in demo-svc");
+    t.diagnostic(`make test-framework took ${r.ms} ms`);
   });
 
   test("leaves the work tree clean: generated files are ignored", async () => {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { dashboardQueries } from "../deploy-files.js";
+import { dashboardQueries } from "../framework/deploy-files.js";
 
 function run(tool: string, args: string[], why: string): string {
   const r = spawnSync(tool, args, { encoding: "utf8" });

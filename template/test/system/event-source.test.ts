@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { exampleService } from "../../src/service/example-service.js";
-import { createLibrary } from "../gateway-library.js";
+import { createLibrary } from "../framework/gateway-library.js";
 import { launchChromium } from "./chromium.js";
 
 interface Outcome {

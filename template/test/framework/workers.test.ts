@@ -7,12 +7,12 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import pino from "pino";
 import { Registry } from "prom-client";
-import { defineService, every, type Worker } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { Workers } from "../src/framework/workers/supervisor.js";
-import { backoffDelay, jittered } from "../src/framework/workers/worker.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { defineService, every, type Worker } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { Workers } from "../../src/framework/workers/supervisor.js";
+import { backoffDelay, jittered } from "../../src/framework/workers/worker.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 type Line = Record<string, unknown>;
 

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gunzipSync } from "node:zlib";
 import { Profile } from "pprof-format";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 function strings(profile: Profile, ids: (number | bigint)[]): string[] {
   return ids.map((id) => profile.stringTable.strings[Number(id)] ?? "");

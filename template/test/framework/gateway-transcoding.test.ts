@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Code } from "../src/framework/index.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { createLibrary } from "./gateway-library.js";
 
 interface Reply {

@@ -12,8 +12,8 @@ import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Service } from "kubernetes-models/v1";
-import { loadConfig } from "../src/framework/config/load.js";
-import { settings } from "../src/framework/config/schema.js";
+import { loadConfig } from "../../src/framework/config/load.js";
+import { settings } from "../../src/framework/config/schema.js";
 import { type Any, APP, buildManifests, K8S_DIR, ROOT, kustomization as readKustomization } from "./deploy-files.js";
 
 const read = (rel: string) => readFileSync(join(ROOT, rel), "utf8");

@@ -6,15 +6,15 @@ import { promisify } from "node:util";
 import { create, fromBinary, getExtension, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Client, credentials } from "@grpc/grpc-js";
-import { grpcMethodDefinition } from "../src/framework/server/grpc-definition.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { http } from "../src/gen/google/api/annotations_pb.js";
+import { grpcMethodDefinition } from "../../src/framework/server/grpc-definition.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { http } from "../../src/gen/google/api/annotations_pb.js";
 import {
   ServerReflection,
   ServerReflectionRequestSchema,
   type ServerReflectionResponse,
-} from "../src/gen/grpc/reflection/v1/reflection_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+} from "../../src/gen/grpc/reflection/v1/reflection_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 import { createLibrary } from "./gateway-library.js";
 
 const run = promisify(execFile);

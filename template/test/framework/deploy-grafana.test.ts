@@ -5,11 +5,11 @@ import assert from "node:assert/strict";
 import { PerformanceObserver } from "node:perf_hooks";
 import { before, describe, test } from "node:test";
 import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
-import { Code } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { statusOf } from "../src/framework/testing/status.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { statusOf } from "../../src/framework/testing/status.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 import { type Any, APP, dashboardPanels, dashboardQueries, dashboard as readDashboard } from "./deploy-files.js";
 
 const dashboard = readDashboard();

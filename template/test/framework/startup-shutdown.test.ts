@@ -6,13 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
-import { defineService } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { defineService } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 import { killServiceProcesses, type LogLine, startServiceProcess, withBusyPort } from "./support/service-process.js";
 
-const FIXTURE = "test/fixtures/lifecycle-service.ts";
+const FIXTURE = "test/framework/fixtures/lifecycle-service.ts";
 const MAIN = "src/main.ts";
 const TIMEOUT = { timeout: 30_000 };
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Code } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { statusOf } from "../src/framework/testing/status.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { statusOf } from "../../src/framework/testing/status.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 describe("default timeout", () => {
   test("a unary call without a deadline gets the default and ends DEADLINE_EXCEEDED (504 over HTTP)", async (t) => {

@@ -8,11 +8,11 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { promisify } from "node:util";
 import { generateKeyPair, type JWTPayload, SignJWT, UnsecuredJWT } from "jose";
-import { Code, claimsOf, defineService, requireClaims } from "../src/framework/index.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { Health } from "../src/gen/grpc/health/v1/health_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code, claimsOf, defineService, requireClaims } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 const run = promisify(execFile);
 

@@ -3,9 +3,9 @@ import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
-import { readPackageJson } from "../src/framework/health/build-info.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { exampleService } from "../src/service/example-service.js";
+import { readPackageJson } from "../../src/framework/health/build-info.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 const DOC = "/swagger/example.swagger.json";
 

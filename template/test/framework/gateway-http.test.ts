@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
-import { Code } from "../src/framework/index.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { exampleService } from "../../src/service/example-service.js";
 import { createLibrary } from "./gateway-library.js";
 
 interface RawReply {

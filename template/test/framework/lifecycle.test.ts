@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { readPackageJson } from "../src/framework/health/build-info.js";
+import { readPackageJson } from "../../src/framework/health/build-info.js";
 import { killServiceProcesses, startServiceProcess, withBusyPort } from "./support/service-process.js";
 
 const MAIN = "src/main.ts";

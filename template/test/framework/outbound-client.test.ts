@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Code, createClient, defineService, GrpcError } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { statusOf } from "../src/framework/testing/status.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code, createClient, defineService, GrpcError } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { statusOf } from "../../src/framework/testing/status.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 test("the outbound client forwards trace ID and debug switch, caps the deadline, and retries UNAVAILABLE", async (t) => {
   const seen: { traceId: string; debug: boolean; deadline: number }[] = [];

@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
-import type { StreamMarshaler } from "../src/framework/gateway/marshalers.js";
-import { type App, Code } from "../src/framework/index.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { exampleService } from "../src/service/example-service.js";
+import type { StreamMarshaler } from "../../src/framework/gateway/marshalers.js";
+import { type App, Code } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { exampleService } from "../../src/service/example-service.js";
 import { createLibrary } from "./gateway-library.js";
 
 const SSE = { accept: "text/event-stream" };
@@ -220,7 +220,7 @@ describe("a marshaler registered from preStart", () => {
     const server = await startTestServer([exampleService]);
     t.after(() => server.close());
     assert.throws(() => server.app.gateway.registerMarshaler("text/event-stream", numbered), /before the servers start/);
-    const app = (await import("../src/framework/gateway/marshalers.js")).Marshalers;
+    const app = (await import("../../src/framework/gateway/marshalers.js")).Marshalers;
     assert.throws(() => new app({ sse: true }).registerMarshaler("event-stream", numbered), /not a media type/);
   });
 });

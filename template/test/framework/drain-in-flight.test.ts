@@ -16,9 +16,9 @@ import { Agent, get, request } from "node:http";
 import { connect } from "node:net";
 import { afterEach, test } from "node:test";
 import { setTimeout as pause } from "node:timers/promises";
-import { Code, createClient } from "../src/framework/index.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../src/gen/grpc/health/v1/health_pb.js";
+import { Code, createClient } from "../../src/framework/index.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { killServiceProcesses, type LogLine, startServiceProcess } from "./support/service-process.js";
 
 const CALLS_PER_PROTOCOL = 20;

@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-const TEMPLATE_DIR = fileURLToPath(new URL("../..", import.meta.url));
+const TEMPLATE_DIR = fileURLToPath(new URL("../../..", import.meta.url));
 
 export type LogLine = Record<string, unknown>;
 

@@ -10,10 +10,10 @@ import { once } from "node:events";
 import type { IncomingMessage } from "node:http";
 import { connect, type Socket } from "node:net";
 import { test } from "node:test";
-import { defineService } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { defineService } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 interface RawResponse {
   status: number;

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Code } from "../src/framework/index.js";
-import { startTestServer } from "../src/framework/testing/harness.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 const NOT_FOUND = { code: Code.NOT_FOUND, message: "Not Found", details: [] };

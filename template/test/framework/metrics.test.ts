@@ -3,12 +3,12 @@ import { execFile } from "node:child_process";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
-import { Code } from "../src/framework/index.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { statusOf } from "../src/framework/testing/status.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { Health } from "../src/gen/grpc/health/v1/health_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { statusOf } from "../../src/framework/testing/status.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 const SERVICE = "example.v1.ExampleService";
 const METHODS = [

@@ -8,12 +8,12 @@ import assert from "node:assert/strict";
 import { connect as http2Connect } from "node:http2";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { Code, loadConfig } from "../src/framework/index.js";
-import { GRPC_LIMITS } from "../src/framework/server/grpc-server.js";
-import { createHttpServer, HTTP_LIMITS } from "../src/framework/server/http-server.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code, loadConfig } from "../../src/framework/index.js";
+import { GRPC_LIMITS } from "../../src/framework/server/grpc-server.js";
+import { createHttpServer, HTTP_LIMITS } from "../../src/framework/server/http-server.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 const REQUEST_TIMEOUT_MS = 5000;

@@ -11,12 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { credentials } from "@grpc/grpc-js";
-import { Code, createClient } from "../src/framework/index.js";
-import { loadGrpcTls, targetNameOverride } from "../src/framework/server/tls.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { statusOf } from "../src/framework/testing/status.js";
-import { ExampleService } from "../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../src/service/example-service.js";
+import { Code, createClient } from "../../src/framework/index.js";
+import { loadGrpcTls, targetNameOverride } from "../../src/framework/server/tls.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { statusOf } from "../../src/framework/testing/status.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 let dir: string;
 const file = (name: string) => join(dir, name);

@@ -1,11 +1,11 @@
-// Reads deploy/ the way the tools do, for the deploy tests (test/deploy-*.test.ts, test/system/deploy-tools.test.ts).
+// Reads deploy/ the way the tools do, for the deploy tests (test/framework/deploy-*.test.ts, test/system/deploy-tools.test.ts).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 
-export const ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const K8S_DIR = join(ROOT, "deploy/k8s");
 /** The package name: every Kubernetes object, label and the dashboard are named after it. */
 export const APP: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).name;

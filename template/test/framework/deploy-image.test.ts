@@ -10,7 +10,7 @@ import { dirname, join, posix } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (rel: string) => readFileSync(join(ROOT, rel), "utf8");
 const PKG = JSON.parse(read("package.json")) as { name: string; engines?: { node?: string } };
 const BUILD_ARGS = { VERSION: "9.8.7-replay.1", GIT_COMMIT: "0123abc", GIT_BRANCH: "release/replay", BUILD_DATE: "2026-01-02T03:04:05Z" };

@@ -9,8 +9,8 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { after, before, describe, test } from "node:test";
 import { gunzipSync } from "node:zlib";
 import SwaggerParser from "@apidevtools/swagger-parser";
-import { Code } from "../src/framework/index.js";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { createLibrary, pattern } from "./gateway-library.js";
 
 interface RawReply {

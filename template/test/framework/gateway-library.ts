@@ -5,9 +5,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { create, type DescMessage, type JsonValue, type Message, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
-import { Code, defineService, GrpcError } from "../src/framework/index.js";
-import { HttpBodySchema } from "../src/gen/google/api/httpbody_pb.js";
-import { type BookSchema, Genre, LibraryService } from "./gen/gatewaytest/v1/library_pb.js";
+import { Code, defineService, GrpcError } from "../../src/framework/index.js";
+import { HttpBodySchema } from "../../src/gen/google/api/httpbody_pb.js";
+import { type BookSchema, Genre, LibraryService } from "../gen/gatewaytest/v1/library_pb.js";
 
 export interface Seen {
   method: string;
