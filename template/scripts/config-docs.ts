@@ -48,6 +48,7 @@ const groups: [heading: string, names: Name[]][] = [
       "SSE_HEARTBEAT_SECONDS",
     ],
   ],
+  ["Browsers (CORS)", ["CORS_ALLOWED_ORIGINS", "CORS_ALLOW_CREDENTIALS", "CORS_MAX_AGE_SECONDS"]],
   ["Authentication", ["JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_CLOCK_SKEW_SECONDS", "API_KEYS"]],
   [
     "Metrics, profiling and error reports",

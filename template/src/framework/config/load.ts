@@ -51,6 +51,11 @@ function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
     const missing = c.GRPC_TLS_CERT_FILE === undefined ? "GRPC_TLS_CERT_FILE" : "GRPC_TLS_KEY_FILE";
     problems.push(`${missing}: must be set together with ${missing === "GRPC_TLS_CERT_FILE" ? "GRPC_TLS_KEY_FILE" : "GRPC_TLS_CERT_FILE"}`);
   }
+  if (!failed.has("CORS_ALLOWED_ORIGINS") && !failed.has("CORS_ALLOW_CREDENTIALS") && c.CORS_ALLOW_CREDENTIALS) {
+    // Browsers refuse credentialed responses to `*`; echoing any Origin instead would let every site act as the user.
+    if (c.CORS_ALLOWED_ORIGINS.includes("*"))
+      problems.push("CORS_ALLOW_CREDENTIALS: cannot be true with CORS_ALLOWED_ORIGINS=*: list the origins that may send credentials");
+  }
   const ports: [string, number | undefined][] = [
     ["GRPC_PORT", c.GRPC_PORT],
     ["HTTP_PORT", c.HTTP_PORT],

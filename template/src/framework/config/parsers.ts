@@ -73,3 +73,26 @@ export const headerName: Parser<string> = (raw) => {
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(raw)) throw new ConfigValueError("expected an HTTP header name such as x-trace-id");
   return raw.toLowerCase();
 };
+
+/**
+ * A comma list of browser origins (`scheme://host[:port]`, as a browser sends in `Origin`), or `*`.
+ * Each is compared byte for byte with the request's Origin, so a path, a trailing slash or a
+ * wildcard inside a name would never match: they are refused here instead of silently ignored.
+ */
+export const originList: Parser<string[]> = (raw) => {
+  const origins = list(raw);
+  for (const origin of origins) {
+    if (origin === "*") continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {}
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== origin || url.hostname.includes("*")) {
+      throw new ConfigValueError(
+        `expected * or a comma list of origins such as https://app.example.com or http://localhost:5173 ("${origin}" is not one)`,
+      );
+    }
+  }
+  if (origins.includes("*") && origins.length > 1) throw new ConfigValueError("expected * alone, or a list of origins without *");
+  return origins;
+};

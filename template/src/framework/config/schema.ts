@@ -55,6 +55,13 @@ export const settings = {
   DISABLE_HTTP_COMPRESSION: setting(p.boolean, false, "Turns off gzip/brotli of HTTP responses"),
   DISABLE_SSE_MARSHALER: setting(p.boolean, false, "Serves streams as NDJSON only, never server-sent events"),
   SSE_HEARTBEAT_SECONDS: setting(p.number(0.01), 15, "Interval of the SSE `: ping` comment"),
+  CORS_ALLOWED_ORIGINS: setting(
+    p.originList,
+    [] as string[],
+    "Comma list of browser origins that may call the HTTP port (gateway, SSE, gRPC-Web, Connect, WebSocket), or * for any; empty = CORS off",
+  ),
+  CORS_ALLOW_CREDENTIALS: setting(p.boolean, false, "Lets allowed origins send cookies and HTTP auth (not with CORS_ALLOWED_ORIGINS=*)"),
+  CORS_MAX_AGE_SECONDS: setting(p.integer(0, 86_400), 600, "How long a browser may cache a preflight answer"),
   DISABLE_PROMETHEUS: setting(p.boolean, false, "Turns off /metrics"),
   ENABLE_PROMETHEUS_GRPC_HISTOGRAM: setting(p.boolean, true, "false removes the gRPC latency histograms (server and outbound client)"),
   PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: setting(

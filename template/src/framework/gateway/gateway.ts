@@ -67,9 +67,10 @@ function responseJson(route: GatewayRoute, message: Message): string {
 /**
  * The REST/JSON gateway: one catch-all fastify route that matches the compiled
  * google.api.http templates, decodes the request, invokes the method and writes JSON
- * (or a stream, framed by the marshaler the `Accept` header picks).
+ * (or a stream, framed by the marshaler the `Accept` header picks). Returns the HTTP methods served at
+ * a path, for CORS preflight answers.
  */
-export function registerGateway(app: FastifyInstance, options: GatewayOptions): void {
+export function registerGateway(app: FastifyInstance, options: GatewayOptions): (path: string) => string[] {
   const { routes, invoker, headers: policy, marshalers, heartbeatMs, hooks } = options;
   const { traceHeader } = policy;
   marshalers.freeze();
@@ -144,6 +145,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   const allMethods = [...methods] as HTTPMethods[];
   app.route({ method: allMethods, url: "/*", handler: handle, ...hooks });
   app.route({ method: allMethods, url: "/", handler: handle, ...hooks });
+  return (path) => router.methodsAt(path);
 }
 
 /** Whether a request goes to a route that takes a google.api.HttpBody (asked by the body parsers, before the handler). */

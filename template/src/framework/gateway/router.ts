@@ -90,6 +90,12 @@ export class Router<R> {
     return allow.size > 0 ? { kind: "method-not-allowed", allow: [...allow].sort() } : { kind: "not-found" };
   }
 
+  /** The methods served at `path` (raw, without the query string), sorted; empty when none is. */
+  methodsAt(path: string): string[] {
+    const match = this.match("", path);
+    return match.kind === "method-not-allowed" ? match.allow : [];
+  }
+
   /** Depth-first: literal, then `*`, then `**` (which takes the rest of the path, possibly nothing). */
   #find(node: Node, segments: string[], i: number, verb: string, method: string): R | undefined {
     if (i === segments.length) {

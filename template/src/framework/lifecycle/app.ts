@@ -4,6 +4,7 @@ import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
+import { CorsPolicy, corsSettings, registerCors } from "../browser/cors.js";
 import { Chain, type NamedInterceptor } from "../call/chain.js";
 import { type Client, type ClientOptions, createClient } from "../client/client.js";
 import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
@@ -148,6 +149,10 @@ export class App {
 
     const http = await createHttpServer(config);
     this.#http = http;
+    // Before any route, so it covers them all; the route tables it asks are filled in below.
+    const cors = new CorsPolicy(corsSettings(config));
+    const preflight: ((path: string) => readonly string[])[] = [];
+    if (cors.enabled) registerCors(http, cors, (path) => methodsAt(preflight, path));
     registerHealthRoutes(http, buildInfo(config), this.readiness);
     const invoker: Invoker = {
       // Bound once the gRPC port is known, before the HTTP port accepts anything.
@@ -155,7 +160,7 @@ export class App {
       close: () => this.#invoker?.close(),
     };
     const routes = compileRoutes(methods);
-    registerGateway(http, {
+    const gatewayMethods = registerGateway(http, {
       routes,
       invoker,
       hooks: this.metrics?.gatewayHooks(routes),
@@ -167,6 +172,7 @@ export class App {
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
     });
+    preflight.push(gatewayMethods);
     const ops = { config, services: this.#services, routes, metrics: this.metrics };
     if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
     else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);
@@ -185,6 +191,7 @@ export class App {
       if (this.#admin && config.ADMIN_PORT !== undefined) {
         await listenHttp(this.#admin, config.LISTEN_HOST, config.ADMIN_PORT, "admin", "ADMIN_PORT");
         adminPort = boundPort(this.#admin, config.ADMIN_PORT);
+        cors.adminPort = adminPort;
       }
       this.#workers.start();
       await this.#hooks("postStart");
@@ -306,6 +313,15 @@ function boundPort(server: FastifyInstance, configured: number): number {
 }
 
 function noop(): void {}
+
+/** The methods the first route table that serves `path` serves there. */
+function methodsAt(tables: readonly ((path: string) => readonly string[])[], path: string): readonly string[] {
+  for (const table of tables) {
+    const methods = table(path);
+    if (methods.length > 0) return methods;
+  }
+  return [];
+}
 
 /**
  * Waits (up to 1 s) until the logger's asynchronous destination has no write in flight: flushLogs()
