@@ -245,7 +245,7 @@ describe("/metrics", () => {
     assert.ok(!after.some((s) => /health|reflection|metrics|readycheck/i.test(Object.values(s.labels).join(" "))));
   });
 
-  test("rate-limit rejections are counted by method, and never reach the handled counters", async (t) => {
+  test("rate-limit rejections are counted by method, and as started and handled ResourceExhausted", async (t) => {
     const server = await startTestServer([exampleService], { RATE_LIMIT_PER_SECOND: "0.1", RATE_LIMIT_BURST: "1" });
     t.after(() => server.close());
     const client = server.client(ExampleService);
@@ -257,10 +257,41 @@ describe("/metrics", () => {
     assert.equal(m.value("grpc_server_rate_limited_total", grpc("Echo")), 2);
     assert.equal(m.value("grpc_server_rate_limited_total", grpc("Fail")), 1);
     assert.equal(m.value("grpc_server_rate_limited_total", grpc("Countdown")), 0);
-    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 1);
-    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "ResourceExhausted" })), undefined);
+    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 3);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "ResourceExhausted" })), 2);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Fail", { grpc_code: "ResourceExhausted" })), 1);
     assert.equal(m.value("http_server_requests_total", http("GET", "/api/v1/echo/{message}", 429)), 1);
   });
+
+  for (const mode of ["tcp", "in-process"]) {
+    test(`calls rejected by auth, validation and the timeout are counted started and handled with their code (gateway ${mode})`, async (t) => {
+      const key = "metrics-test-api-key";
+      const server = await startTestServer([exampleService], {
+        API_KEYS: key,
+        HTTP_HEADER_PREFIXES: "x-api-key",
+        GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "0.2",
+        GATEWAY_MODE: mode,
+      });
+      t.after(() => server.close());
+      const client = server.client(ExampleService);
+      const auth = { metadata: { "x-api-key": key } };
+      assert.equal(await codeOfCall(client.echo({ message: "no key" })), Code.UNAUTHENTICATED);
+      assert.equal((await fetch(`${server.httpUrl}/api/v1/echo/no-key`)).status, 401);
+      assert.equal(await codeOfCall(client.echo({ message: "" }, auth)), Code.INVALID_ARGUMENT);
+      assert.equal(await codeOfCall(client.echo({ message: "slow", delayMs: 5000 }, auth)), Code.DEADLINE_EXCEEDED);
+      assert.equal((await client.echo({ message: "ok" }, auth)).message, "ok");
+      const m = await scrape(server.httpUrl);
+      assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 5);
+      assert.equal(m.value("grpc_server_msg_received_total", grpc("Echo")), 5);
+      assert.equal(m.value("grpc_server_msg_sent_total", grpc("Echo")), 1);
+      assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "Unauthenticated" })), 2);
+      assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "InvalidArgument" })), 1);
+      assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "DeadlineExceeded" })), 1);
+      assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1);
+      assert.equal(m.value("grpc_server_handling_seconds_count", grpc("Echo")), 5);
+    });
+  }
 
   test("HTTP metrics carry the route template, never the raw path; unmatched requests share one label", async (t) => {
     const server = await startTestServer([exampleService]);

@@ -6,14 +6,25 @@ export interface NamedInterceptor {
   readonly interceptor: Interceptor;
 }
 
+export interface ChainOptions {
+  /**
+   * Wraps each composed method, custom interceptors included, and is not one of the names: the call's
+   * entry into and exit from the server. The metrics count there, so a call the chain rejects (auth,
+   * rate limit, validation, timeout) is counted with its final code.
+   */
+  around?: Interceptor | undefined;
+}
+
 /** The ordered interceptor list: open for prepending during initialisation, frozen once serving starts. */
 export class Chain {
   #custom: NamedInterceptor[] = [];
   #frozen = false;
   readonly #defaults: NamedInterceptor[];
+  readonly #around: Interceptor | undefined;
 
-  constructor(defaults: NamedInterceptor[]) {
+  constructor(defaults: NamedInterceptor[], options: ChainOptions = {}) {
     this.#defaults = defaults;
+    this.#around = options.around;
   }
 
   /** Adds interceptors in front of the default chain (first argument outermost). Only before start-up completes. */
@@ -34,10 +45,11 @@ export class Chain {
   /** Composes the chain around one method's handler; done once per method at start-up. */
   compose(method: MethodInfo, handler: Next): Next {
     this.#frozen = true;
-    return this.entries().reduceRight<Next>((next, { interceptor }) => {
+    const chain = this.entries().reduceRight<Next>((next, { interceptor }) => {
       const step = interceptor(next, method);
       return step === next ? next : rejecting(step);
     }, rejecting(handler));
+    return this.#around ? rejecting(this.#around(chain, method)) : chain;
   }
 }
 

@@ -6,9 +6,11 @@ import type { MethodStats, ServerMetrics } from "../metrics/server-metrics.js";
 
 /**
  * gRPC server metrics (go-grpc-prometheus semantics): started, received, sent per message,
- * handled by code and the latency histogram. Each method's series are looked up here, once,
- * when the chain is composed — which also makes them exist at 0 from start-up — so a call
- * costs a few additions and, with the histogram on, two `performance.now()`.
+ * handled by code and the latency histogram. It wraps the whole chain (the Chain's `around`),
+ * where the call enters and leaves the server, so calls the chain rejects count with their code.
+ * Each method's series are looked up here, once, when the chain is composed — which also makes
+ * them exist at 0 from start-up — so a call costs a few additions and, with the histogram on,
+ * two `performance.now()`.
  */
 export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
   return (next, method) => {

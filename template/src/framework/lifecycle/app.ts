@@ -18,6 +18,7 @@ import { compileRoutes } from "../gateway/routes.js";
 import { buildInfo, readPackageJson } from "../health/build-info.js";
 import { Readiness } from "../health/readiness.js";
 import { registerHealthRoutes } from "../health/routes.js";
+import { grpcMetrics } from "../interceptors/metrics.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
@@ -86,6 +87,7 @@ export class App {
         services: this.#services,
         metrics: this.metrics,
       }),
+      { around: this.metrics && grpcMetrics(this.metrics) },
     );
     this.readiness = new Readiness(this.#services.map((s) => s.desc.typeName));
     this.gateway = new Marshalers({ sse: !this.config.DISABLE_SSE_MARSHALER });

@@ -78,17 +78,7 @@ beforeEach(() => {
 });
 
 /** Outermost first, with auth and tracing off (auth comes first when on; tracing goes just before recovery). */
-const DEFAULT_ORDER = [
-  "timeout",
-  "rateLimit",
-  "responseTimeLog",
-  "traceId",
-  "debugLog",
-  "validate",
-  "metrics",
-  "errorNotification",
-  "recovery",
-];
+const DEFAULT_ORDER = ["timeout", "rateLimit", "responseTimeLog", "traceId", "debugLog", "validate", "errorNotification", "recovery"];
 
 function defaults(env: Record<string, string>, deps: Partial<ChainDeps> = {}) {
   return defaultInterceptors(loadConfig(env), { reporter: logReporter, tracing: false, ...deps });
@@ -166,6 +156,33 @@ describe("the interceptor chain", () => {
     });
     await invoke(callOf());
     assert.deepEqual(order, ["custom:in", "x:in", "y:in", "handler", "y:out", "x:out", "custom:out"]);
+  });
+
+  test("the around step (the metrics) wraps the whole chain, custom interceptors included, and is not one of its names", async () => {
+    const order: string[] = [];
+    const recorder = (name: string) => ({
+      name,
+      interceptor: (next: Next) => async (call: Call) => {
+        order.push(`${name}:in`);
+        try {
+          return await next(call);
+        } finally {
+          order.push(`${name}:out`);
+        }
+      },
+    });
+    const refuse: NamedInterceptor = {
+      name: "refuse",
+      interceptor: () => () => {
+        throw new GrpcError(Code.UNAUTHENTICATED, "no");
+      },
+    };
+    const chain = new Chain([refuse], { around: recorder("around").interceptor });
+    chain.prepend(recorder("custom"));
+    assert.deepEqual(chain.names(), ["custom", "refuse"]);
+    const err = await rejection(chain.compose(echoInfo, async () => ({ message: create(EchoResponseSchema) }))(callOf()));
+    assert.equal((err as GrpcError).code, Code.UNAUTHENTICATED, "a call the chain rejects still leaves through the around step");
+    assert.deepEqual(order, ["around:in", "custom:in", "custom:out", "around:out"]);
   });
 
   test("an interceptor that throws synchronously fails the call as a rejection; the one above sees it from next()", async () => {

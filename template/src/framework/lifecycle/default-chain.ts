@@ -4,7 +4,6 @@ import type { Config } from "../config/schema.js";
 import type { ErrorReporter } from "../errors/reporter.js";
 import { debugLog } from "../interceptors/debug-log.js";
 import { errorNotification } from "../interceptors/error-notification.js";
-import { grpcMetrics } from "../interceptors/metrics.js";
 import { rateLimit } from "../interceptors/rate-limit.js";
 import { recovery } from "../interceptors/recovery.js";
 import { responseTimeLog } from "../interceptors/response-time.js";
@@ -12,7 +11,7 @@ import { defaultTimeout } from "../interceptors/timeout.js";
 import { traceId } from "../interceptors/trace-id.js";
 import { tracing } from "../interceptors/tracing.js";
 import { validate } from "../interceptors/validate.js";
-import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
+import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { ServiceImpl } from "../server/service.js";
 
 /** What the interceptors need beyond the configuration, made once at start-up. */
@@ -22,28 +21,27 @@ export interface ChainDeps {
   tracing: boolean;
   /** The served services: those with an `authorize` override decide auth for their own methods. */
   services?: readonly ServiceImpl[];
-  /** The process's metrics; made from the config when absent (none when DISABLE_PROMETHEUS). */
+  /** The process's metrics, for the rate limiter's rejection count (none when DISABLE_PROMETHEUS). */
   metrics?: ServerMetrics;
 }
 
 /**
  * THE chain, outermost first. Every call runs through it exactly once, whether it
  * came over gRPC or through the HTTP gateway, unary or streaming. Custom interceptors
- * added with `Chain.prepend` run before all of these.
+ * added with `Chain.prepend` run before all of these. The gRPC metrics are not in the list:
+ * they wrap the whole chain (the Chain's `around`), so calls it rejects are counted too.
  */
 export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInterceptor[] {
   // Absent when JWT_SECRET and API_KEYS are unset and no service has an auth override.
   const auth = authInterceptor(config, deps.services);
-  const metrics = deps.metrics ?? createServerMetrics(config);
   const chain: (NamedInterceptor | false | undefined)[] = [
     auth && { name: "auth", interceptor: auth },
     { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },
-    { name: "rateLimit", interceptor: rateLimit(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST, metrics?.onRateLimited) },
+    { name: "rateLimit", interceptor: rateLimit(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST, deps.metrics?.onRateLimited) },
     { name: "responseTimeLog", interceptor: responseTimeLog(config.RESPONSE_TIME_LOG_ERROR_ONLY) },
     { name: "traceId", interceptor: traceId(config.TRACE_HEADER_NAME) },
     !config.DISABLE_DEBUG_LOG_INTERCEPTOR && { name: "debugLog", interceptor: debugLog(config.DEBUG_LOG_HEADER_NAME) },
     !config.DISABLE_PROTO_VALIDATE && { name: "validate", interceptor: validate() },
-    metrics && { name: "metrics", interceptor: grpcMetrics(metrics) },
     { name: "errorNotification", interceptor: errorNotification(deps.reporter) },
     deps.tracing && { name: "tracing", interceptor: tracing() },
     { name: "recovery", interceptor: recovery },
