@@ -257,11 +257,15 @@ export async function startBench(name: string, script: string, ...args: string[]
   return { name, child, port, counts };
 }
 
-/** The compiled service (dist/main.js) with its default configuration, logs to a file. */
-export async function startService(name: string, extra: Record<string, string> = {}): Promise<Server & { httpPort: number }> {
+/** The compiled service (dist/main.js, or another build's entry) with its default configuration, logs to a file. */
+export async function startService(
+  name: string,
+  extra: Record<string, string> = {},
+  main = "dist/main.js",
+): Promise<Server & { httpPort: number }> {
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const env = { GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0", ...extra };
-  const { child, log } = launch(name, ["dist/main.js"], env, false);
+  const { child, log } = launch(name, [main], env, false);
   await Promise.race([waitReady(httpPort), exited(child, log), timeout(30_000, `${name} did not get ready`)]);
   const ready = await readyLine(log);
   // Undefined when DISABLE_PROMETHEUS (only bench/ablation.ts turns it off).

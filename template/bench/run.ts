@@ -229,6 +229,7 @@ async function startupGroup(): Promise<void> {
   const times: number[] = [];
   const rss: number[] = [];
   const own: number[] = [];
+  const cpu: number[] = [];
   for (let i = 1; i <= STARTUP_RUNS; i++) {
     progress(`start-up ${i}/${STARTUP_RUNS}`);
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
@@ -237,6 +238,7 @@ async function startupGroup(): Promise<void> {
     const { child, log } = launch("ours: start-up", ["dist/main.js"], env, false);
     await Promise.race([waitReady(httpPort), exited(child, log), timeout(30_000, "the service did not get ready")]);
     times.push(performance.now() - t0);
+    cpu.push(cpuTime(child.pid) / 1000);
     const ready = await readyLine(log);
     if (typeof ready?.startup_ms === "number") own.push(ready.startup_ms);
     await sleep(2000);
@@ -251,10 +253,11 @@ async function startupGroup(): Promise<void> {
     rps: "",
     p50: fmtMs(t),
     p99: fmtMs(Math.max(...times)),
+    cpu: `${Math.round(median(cpu))} ms`,
     errors: "0",
     ratio: "",
-    target: "≤ 400 ms",
-    result: t <= 400 ? "PASS" : "FAIL",
+    target: "≤ 300 ms",
+    result: t <= 300 ? "PASS" : "FAIL",
   });
   const m = median(rss);
   rows.push({
@@ -268,6 +271,9 @@ async function startupGroup(): Promise<void> {
     result: m <= 100 ? "PASS" : "FAIL",
   });
   if (own.length) notes.push(`start-up: the service's own startup_ms (process start → ready, in its log) median ${median(own)} ms`);
+  notes.push(
+    "start-up: the cpu column is the CPU time the process used until ready (median); the first run fills Node's compile cache, the others read it",
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------

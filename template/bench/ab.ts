@@ -1,0 +1,128 @@
+// A/B of two builds of the service beside their bare reference, for hot-path work on a busy machine:
+// the servers are measured in interleaved rounds (ref, A, B, ref, A, B, …) and the medians printed, with
+// the server CPU time per request, which other load on the machine moves much less than req/s.
+//
+//   node --import tsx scripts/build.ts dist-a      # the "before" build, e.g. on the previous commit
+//   node --import tsx bench/ab.ts in-process|grpc|startup dist-a dist [rounds=5] [seconds=5] [KEY=VALUE…]
+//
+// in-process loads POST /api/v1/echo with wrk (reference: bare fastify); grpc loads Echo with h2load
+// (reference: bare grpc-js); startup starts each build `rounds` times in turn: spawn → first 200 from
+// /readycheck, the CPU time the process used to get there, and its RSS 2 s later. KEY=VALUE pairs go to
+// both builds' environment.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import {
+  checkGrpc,
+  checkHttp,
+  cleanup,
+  cpuTime,
+  exited,
+  freePort,
+  h2load,
+  launch,
+  loadavg,
+  machine,
+  median,
+  pin,
+  type Run,
+  type Server,
+  sleep,
+  startBench,
+  startService,
+  stop,
+  timeout,
+  WARMUP,
+  waitReady,
+  wrk,
+} from "./lib.js";
+
+const [target = "", distA = "", distB = "", roundsArg, secondsArg, ...pairs] = process.argv.slice(2);
+if (!["in-process", "grpc", "startup"].includes(target) || !distA || !distB) {
+  throw new Error("usage: ab.ts in-process|grpc|startup <dist A> <dist B> [rounds] [seconds] [KEY=VALUE…]");
+}
+const rounds = Number(roundsArg ?? 5);
+const seconds = Number(secondsArg ?? 5);
+const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
+
+/** One start of a build: wall ms to ready, CPU ms used by then, RSS in MB 2 s later. */
+async function startOnce(dist: string): Promise<[number, number, number]> {
+  const [grpcPort, httpPort] = [await freePort(), await freePort()];
+  const t0 = performance.now();
+  const { child, log } = launch(
+    dist,
+    [path.join(dist, "main.js")],
+    { GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), ...env },
+    false,
+  );
+  await Promise.race([waitReady(httpPort), exited(child, log), timeout(30_000, `${dist} did not get ready`)]);
+  const wall = performance.now() - t0;
+  const cpu = cpuTime(child.pid) / 1000;
+  await sleep(2000);
+  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1]) / 1024;
+  await stop(child);
+  return [wall, cpu, rss];
+}
+
+async function startup(): Promise<void> {
+  const results = new Map<string, [number, number, number][]>([distA, distB].map((d) => [d, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const dist of [distA, distB]) {
+      const one = await startOnce(dist);
+      results.get(dist)!.push(one);
+      process.stderr.write(`  ${dist}: ${one.map((x) => x.toFixed(1)).join(" ")} (${loadavg()})\n`);
+    }
+  }
+  process.stdout.write(`\nstart-up, median of ${rounds} alternated starts; ${loadavg()} at the end\n`);
+  for (const [dist, rs] of results) {
+    const [wall, cpu, rss] = [0, 1, 2].map((i) => median(rs.map((x) => x[i]!)));
+    process.stdout.write(
+      `  ${dist.padEnd(14)} ${wall!.toFixed(0).padStart(5)} ms to ready  ${cpu!.toFixed(0).padStart(5)} ms CPU  ${rss!.toFixed(1)} MB RSS\n`,
+    );
+  }
+}
+
+try {
+  process.stderr.write(`${machine(pin()).join("\n")}\n`);
+  if (target === "startup") {
+    await startup();
+    await cleanup();
+    process.exit();
+  }
+  const grpc = target === "grpc";
+  const extra = grpc ? env : { GATEWAY_MODE: "in-process", ...env };
+  const ref = await startBench(grpc ? "bare grpc-js" : "bare fastify", grpc ? "grpc-js.ts" : "fastify.ts");
+  const start = async (dist: string) => {
+    const s = await startService(dist, extra, path.join(dist, "main.js"));
+    return grpc ? s : { ...s, port: s.httpPort };
+  };
+  const servers: Server[] = [ref, await start(distA), await start(distB)];
+  const load = (s: Server, t: number): Promise<Run> => (grpc ? h2load(s, t) : wrk(s, "/api/v1/echo", t));
+  for (const s of servers) await (grpc ? checkGrpc(s) : checkHttp(s, "/api/v1/echo"));
+  for (const s of servers) await load(s, WARMUP);
+  const runs = new Map<Server, Run[]>(servers.map((s) => [s, []]));
+  for (let r = 0; r < rounds; r++) {
+    const line: string[] = [];
+    for (const s of servers) {
+      const run = await load(s, seconds);
+      runs.get(s)!.push(run);
+      line.push(`${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs`);
+    }
+    process.stderr.write(`  round ${r + 1}: ${line.join(" | ")} (${loadavg()})\n`);
+  }
+  const refRps = median(runs.get(ref)!.map((r) => r.rps));
+  const refCpu = median(runs.get(ref)!.map((r) => r.cpuUs));
+  process.stdout.write(`\n${target}, median of ${rounds} interleaved rounds of ${seconds} s; ${loadavg()} at the end\n`);
+  for (const s of servers) {
+    const rs = runs.get(s)!;
+    const rps = median(rs.map((r) => r.rps));
+    const cpu = median(rs.map((r) => r.cpuUs));
+    const errors = rs.reduce((a, r) => a + r.errors, 0);
+    const ratios = s === ref ? "" : `  ${(rps / refRps).toFixed(2)}× req/s  ${(refCpu / cpu).toFixed(2)}× by CPU`;
+    process.stdout.write(
+      `  ${s.name.padEnd(14)} ${String(Math.round(rps)).padStart(7)} req/s ${cpu.toFixed(1).padStart(7)} µs CPU/req  ${errors} errors${ratios}\n`,
+    );
+  }
+} finally {
+  await cleanup();
+}
+process.exit();
