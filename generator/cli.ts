@@ -2,7 +2,7 @@
 // Entry point: parse → (ask) → check → render → install/git → summary. Heavy modules (node-plop,
 // @inquirer/prompts) are imported only on the paths that need them, so --help and errors stay instant.
 import path from "node:path";
-import { parseCliArgs, USAGE } from "./args.js";
+import { parseCliArgs, parseUpdateArgs, UPDATE_USAGE, USAGE } from "./args.js";
 import type { Choices } from "./env-file.js";
 import { reportError, UsageError } from "./errors.js";
 import { deriveNames } from "./names.js";
@@ -18,6 +18,7 @@ const err = (s: string) => void process.stderr.write(s);
 
 export async function main(argv: readonly string[]): Promise<number> {
   try {
+    if (argv[0] === "update") return await update(argv.slice(1));
     const args = parseCliArgs(argv);
     if (args.help) return out(USAGE), 0;
     if (args.version) return out(`${packageVersion()}\n`), 0;
@@ -37,7 +38,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     assertTargetWritable(plan.targetDir, args.force);
 
     const { render } = await import("./render.js");
-    const { files } = await render({ templateDir, ...plan });
+    const { files } = await render({ templateDir, ...plan, version: packageVersion() });
     const shown = displayPath(cwd, plan.targetDir);
     const steps = stepsFor(plan.choices);
     if (steps.length > 0) out(`Wrote ${files} files to ${shown}.\n`);
@@ -49,6 +50,16 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (e) {
     return reportError(e, err);
   }
+}
+
+/** `update`: a sub-command, so a directory named "update" is written as `./update`. */
+async function update(argv: readonly string[]): Promise<number> {
+  const args = parseUpdateArgs(argv);
+  if (args.help) return out(UPDATE_USAGE), 0;
+  const templateDir = process.env[TEMPLATE_ENV] || defaultTemplateDir();
+  assertTemplateReady(templateDir);
+  const { runUpdate } = await import("./update.js");
+  return runUpdate(args, { cwd: process.cwd(), templateDir, version: packageVersion(), out });
 }
 
 function isInside(child: string, parent: string): boolean {

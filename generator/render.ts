@@ -8,6 +8,7 @@ import { shapeDeployFiles } from "./deploy.js";
 import { applyEnvVars, type Choices, publicVars, randomSecret, secretVars } from "./env-file.js";
 import type { Names } from "./names.js";
 import { replaceChoicesBlock } from "./readme-choices.js";
+import { RECORD_FILE, recordFor, stringifyRecord } from "./record.js";
 import { renameContent, renamePath } from "./rename.js";
 
 export interface RenderOptions {
@@ -17,6 +18,8 @@ export interface RenderOptions {
   choices: Choices;
   /** Injectable for tests; defaults to 32 random bytes. */
   secret?: () => string;
+  /** Scaffolder version to record in .create-grpc-svc.json; no record is written without it (update's renders). */
+  version?: string;
 }
 
 export interface RenderResult {
@@ -133,6 +136,14 @@ function registerActions(plop: NodePlopAPI): void {
     return changed.length > 0 ? changed.join(", ") : "deploy files unchanged";
   });
 
+  plop.setActionType("record", (answers) => {
+    const o = opts(answers);
+    const file = path.join(o.targetDir, RECORD_FILE);
+    fs.writeFileSync(file, stringifyRecord(recordFor(o.version as string, o.names.name, o.choices)));
+    (answers as RenderData).counted.files += 1;
+    return file;
+  });
+
   plop.setActionType("readmeChoices", (answers) => {
     const o = opts(answers);
     const file = path.join(o.targetDir, "README.md");
@@ -155,6 +166,7 @@ export async function render(o: RenderOptions): Promise<RenderResult> {
       { type: "writeEnv" },
       { type: "deployChoices" },
       { type: "readmeChoices", skip: missing("README.md") },
+      { type: "record", skip: () => (o.version === undefined ? "no version to record" : undefined) },
     ],
   });
   const data: RenderData = { render: o, counted: { files: 0 } };
