@@ -4,6 +4,7 @@ import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
+import { registerBrowserProtocols } from "../browser/connect.js";
 import { CorsPolicy, corsSettings, registerCors } from "../browser/cors.js";
 import { Chain, type NamedInterceptor } from "../call/chain.js";
 import { type Client, type ClientOptions, createClient } from "../client/client.js";
@@ -174,7 +175,13 @@ export class App {
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
     });
-    preflight.push(gatewayMethods);
+    const protocolMethods = registerBrowserProtocols(http, {
+      methods,
+      readMaxBytes: config.GRPC_MAX_RECV_MSG_SIZE,
+      writeMaxBytes: config.GRPC_MAX_SEND_MSG_SIZE,
+      log: this.log,
+    });
+    preflight.push(protocolMethods, gatewayMethods);
     const ops = { config, services: this.#services, routes, metrics: this.metrics };
     if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
     else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);

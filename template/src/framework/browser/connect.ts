@@ -1,0 +1,299 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { DescMessage, Message, MessageShape } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import {
+  Code as ConnectCode,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+import { Metadata } from "@grpc/grpc-js";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Logger } from "pino";
+import { CallContext, runInContext } from "../call/context.js";
+import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
+import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import type { Call, MethodInfo } from "../call/types.js";
+import { detailsFromMetadata, detailTypes } from "../errors/wire.js";
+import type { BoundMethod } from "../server/methods.js";
+import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
+
+export interface BrowserProtocolOptions {
+  methods: readonly BoundMethod[];
+  /** Largest request message (GRPC_MAX_RECV_MSG_SIZE) and response message (GRPC_MAX_SEND_MSG_SIZE). */
+  readMaxBytes: number;
+  writeMaxBytes: number;
+  log: Logger;
+}
+
+/**
+ * Request headers that describe the HTTP exchange or the protocol, not the call: everything else
+ * becomes call metadata, as gRPC-Web and Connect clients send custom metadata as plain headers.
+ */
+const NOT_METADATA = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "accept",
+  "accept-encoding",
+  "accept-language",
+  "user-agent",
+  "origin",
+  "referer",
+  "cookie",
+  "priority",
+  "pragma",
+  "cache-control",
+  "connect-protocol-version",
+  "connect-timeout-ms",
+  "connect-content-encoding",
+  "connect-accept-encoding",
+  "x-grpc-web",
+  "x-user-agent",
+]);
+const VALID_KEY = /^[0-9a-z._-]+$/;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+/** The longest wait a Node timer can hold; Connect's own deadline timer would fire at once beyond it. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+const RAW_HEADERS = createContextKey<IncomingHttpHeaders>({}, { description: "the HTTP request's headers" });
+
+/** The headers of a gRPC-Web or Connect request as call metadata (`-bin` keys carry base64). */
+function metadataOf(headers: IncomingHttpHeaders): Metadata {
+  const md = new Metadata();
+  for (const name in headers) {
+    if (NOT_METADATA.has(name) || name.startsWith("grpc-") || name.startsWith("sec-") || !VALID_KEY.test(name)) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    const binary = name.endsWith("-bin");
+    for (const v of Array.isArray(value) ? value : [value]) {
+      if (binary) md.add(name, Buffer.from(v, "base64"));
+      else if (PRINTABLE_ASCII.test(v)) md.add(name, v);
+    }
+  }
+  return md;
+}
+
+/** Response metadata onto the protocol's headers or trailers (reserved `grpc-` keys stay out). */
+function copyMetadata(md: Metadata, headers: Headers): void {
+  const all = md.toJSON();
+  for (const key in all) {
+    if (key.startsWith("grpc-")) continue;
+    for (const v of all[key]!) headers.append(key, typeof v === "string" ? v : v.toString("base64"));
+  }
+}
+
+/**
+ * Connect aborts its signal on every end of the call, a normal one included: only an abort before
+ * the answer is a cancellation (the client left, or Connect-Timeout-Ms / grpc-timeout passed).
+ */
+class ProtocolCancellation implements CancelSource {
+  answered = false;
+  readonly #signal: AbortSignal;
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+  }
+
+  get cancelled(): boolean {
+    return !this.answered && this.#signal.aborted;
+  }
+
+  get reason(): unknown {
+    const r = this.#signal.reason;
+    return r instanceof ConnectError ? new GrpcError(r.code as number, r.rawMessage) : r;
+  }
+
+  onCancel(listener: () => void): void {
+    this.#signal.addEventListener("abort", () => this.answered || listener(), { once: true });
+  }
+}
+
+/** One call's context, from Connect's: metadata from the headers, the deadline from the protocol's timeout. */
+function contextFor(info: MethodInfo, hctx: HandlerContext, cancellation: ProtocolCancellation, path: string): CallContext {
+  const timeout = hctx.timeoutMs();
+  const ctx = new CallContext({
+    method: info,
+    transport: "http",
+    metadata: metadataOf(hctx.values.get(RAW_HEADERS)),
+    controller: new LazyAbortController(cancellation),
+    deadline: timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout,
+    httpPath: path,
+  });
+  ctx.fields.protocol = hctx.protocolName;
+  return ctx;
+}
+
+/** A failed call in the protocol's terms: code, message, typed details; its metadata as headers (or trailers). */
+function connectError(err: unknown, ctx: CallContext): ConnectError {
+  const status = asGrpcError(err) ?? new GrpcError(Code.INTERNAL, "internal error");
+  const headers = new Headers();
+  copyMetadata(status.metadata, headers);
+  copyMetadata(ctx.responseHeader, headers);
+  copyMetadata(ctx.responseTrailer, headers);
+  if (status.code === Code.UNAUTHENTICATED) headers.set("www-authenticate", "Bearer");
+  // In-process the details are still messages; from a downstream gRPC call they come packed in its trailer.
+  const messages: Message[] =
+    status.details.length > 0
+      ? status.details
+      : detailsFromMetadata(status.metadata)
+          .map((any) => anyUnpack(any, detailTypes))
+          .filter((m): m is Message => m !== undefined);
+  const details = messages.flatMap((value) => {
+    const desc = detailTypes.getMessage(value.$typeName);
+    return desc ? [{ desc, value: value as MessageShape<DescMessage> }] : [];
+  });
+  return new ConnectError(status.message, status.code as number as ConnectCode, headers, details);
+}
+
+/** The implementation Connect calls for one method: one entry into the method's chain per call. */
+function implementation(method: BoundMethod, path: string) {
+  const { info, invoke } = method;
+  const enter = (request: Message, hctx: HandlerContext) => {
+    const cancellation = new ProtocolCancellation(hctx.signal);
+    const ctx = contextFor(info, hctx, cancellation, path);
+    const call: Call = { method: info, ctx, request };
+    return { ctx, cancellation, result: runInContext(ctx, () => invoke(call)) };
+  };
+  if (info.kind === "unary") {
+    return async (request: Message, hctx: HandlerContext): Promise<Message> => {
+      const { ctx, cancellation, result } = enter(request, hctx);
+      try {
+        const answer = await result;
+        if (!("message" in answer)) throw new Error(`${info.path}: a stream answered a unary method`);
+        copyMetadata(ctx.responseHeader, hctx.responseHeader);
+        copyMetadata(ctx.responseTrailer, hctx.responseTrailer);
+        return answer.message;
+      } catch (err) {
+        throw connectError(err, ctx);
+      } finally {
+        cancellation.answered = true;
+      }
+    };
+  }
+  return async function* (request: Message, hctx: HandlerContext): AsyncGenerator<Message> {
+    const { ctx, cancellation, result } = enter(request, hctx);
+    let it: AsyncIterator<Message> | undefined;
+    let headerSent = false;
+    try {
+      const answer = await result;
+      if (!("stream" in answer)) throw new Error(`${info.path}: a single message answered a streaming method`);
+      it = answer.stream[Symbol.asyncIterator]();
+      for (;;) {
+        // Each step runs in the call's context, so handler code keeps seeing it.
+        const step = await runInContext(ctx, () => it!.next());
+        if (step.done) break;
+        if (!headerSent) {
+          copyMetadata(ctx.responseHeader, hctx.responseHeader); // headers go out with the first message
+          headerSent = true;
+        }
+        yield step.value;
+      }
+      it = undefined;
+      if (!headerSent) copyMetadata(ctx.responseHeader, hctx.responseHeader);
+      copyMetadata(ctx.responseTrailer, hctx.responseTrailer);
+    } catch (err) {
+      it = undefined;
+      throw connectError(err, ctx);
+    } finally {
+      cancellation.answered = true;
+      // Left early (the client went away): end the handler's stream too.
+      if (it) runInContext(ctx, () => it!.return?.())?.catch(() => {});
+    }
+  };
+}
+
+/**
+ * Clamps a timeout header beyond what a timer holds: Connect would arm its deadline timer with it,
+ * and Node fires an overflowing timer at once. A deadline that far away is no deadline in practice.
+ */
+function clampTimeouts(headers: IncomingHttpHeaders): void {
+  const connect = headers["connect-timeout-ms"];
+  if (typeof connect === "string" && connect.length >= 10 && Number(connect) > MAX_TIMEOUT_MS) {
+    headers["connect-timeout-ms"] = String(MAX_TIMEOUT_MS);
+  }
+  const grpc = headers["grpc-timeout"];
+  if (typeof grpc === "string" && /^\d{6,8}[HM]$/.test(grpc)) headers["grpc-timeout"] = "35791M"; // ≤ 2^31-1 ms
+}
+
+/**
+ * gRPC-Web (binary, JSON and base64 text) and the Connect protocol (unary POST and, for NO_SIDE_EFFECTS
+ * methods, GET; server streams) at `/<package.Service>/<Method>` on the HTTP port. The Connect
+ * project's own protocol code does the wire work (framing, content negotiation, Connect's error JSON,
+ * timeouts, compression, size limits); each of its calls enters our chain once, so auth, metrics,
+ * logs and validation are the same as over gRPC and the gateway.
+ *
+ * Each procedure is a fastify route whose onRequest hook hands the raw request to Connect before
+ * fastify reads the body: the global hooks (CORS) have run, and their headers are carried over.
+ * Client- and bidi-streaming methods are not served here: browsers cannot stream a request body,
+ * they use the WebSocket route. Returns the HTTP methods served at a path, for CORS preflights.
+ */
+export function registerBrowserProtocols(app: FastifyInstance, options: BrowserProtocolOptions): (path: string) => string[] {
+  const router = createConnectRouter({
+    grpc: false, // gRPC has its own port
+    grpcWeb: true,
+    connect: true,
+    readMaxBytes: options.readMaxBytes,
+    writeMaxBytes: options.writeMaxBytes,
+    acceptCompression: [compressionGzip, compressionBrotli],
+    jsonOptions: { ignoreUnknownFields: true },
+  });
+  for (const method of options.methods) {
+    if (method.info.kind !== "unary" && method.info.kind !== "server_streaming") continue;
+    router.rpc(method.info.desc as never, implementation(method, method.info.path) as never);
+  }
+  const methodsByPath = new Map<string, string[]>();
+  for (const handler of router.handlers) {
+    methodsByPath.set(handler.requestPath, [...handler.allowedMethods].sort());
+    app.route({
+      method: handler.allowedMethods,
+      url: handler.requestPath,
+      exposeHeadRoute: false,
+      onRequest: serve(handler, options.log),
+      handler: () => {}, // never reached: the hook answers
+    });
+  }
+  return (path) => methodsByPath.get(path) ?? [];
+}
+
+function serve(handler: UniversalHandler, log: Logger) {
+  return (req: FastifyRequest, reply: FastifyReply): void => {
+    reply.hijack();
+    const res = reply.raw;
+    const set = reply.getHeaders();
+    for (const name in set) res.setHeader(name, set[name]!);
+    const headers = req.raw.headers;
+    clampTimeouts(headers);
+    const text = isGrpcWebText(headers["content-type"]);
+    let uReq: UniversalServerRequest;
+    try {
+      uReq = universalRequestFromNodeRequest(req.raw, res, undefined, createContextValues().set(RAW_HEADERS, headers));
+    } catch {
+      res.writeHead(400).end(); // no authority: an HTTP/1.0 request without Host
+      return;
+    }
+    handler(text ? decodeTextRequest(uReq) : uReq)
+      .then((uRes) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res))
+      .catch((err: unknown) => {
+        // The client went away mid-response, or the response could not be written: nothing left to tell it.
+        if (ConnectError.from(err).code !== ConnectCode.Aborted)
+          log.debug({ err, path: handler.requestPath }, "browser protocol response failed");
+        if (!res.headersSent) res.destroy();
+      });
+  };
+}
