@@ -41,6 +41,28 @@ const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0
 
 export const isExactVersion = (v: string): boolean => SEMVER.test(v);
 
+/** Semver precedence of two exact versions: negative, 0 or positive. Build metadata is ignored. */
+export function compareVersions(a: string, b: string): number {
+  const parse = (v: string) => {
+    const [core = "", pre] = v.split("+")[0]?.split(/-(.*)/s) ?? [];
+    return { nums: core.split(".").map(Number), pre: pre ? pre.split(".") : [] };
+  };
+  const [x, y] = [parse(a), parse(b)];
+  for (let i = 0; i < 3; i++) if (x.nums[i] !== y.nums[i]) return (x.nums[i] ?? 0) - (y.nums[i] ?? 0);
+  // A pre-release sorts before its release; identifiers compare numerically when both are numbers.
+  if (x.pre.length === 0 || y.pre.length === 0) return y.pre.length - x.pre.length;
+  for (let i = 0; i < Math.max(x.pre.length, y.pre.length); i++) {
+    const [p, q] = [x.pre[i], y.pre[i]];
+    if (p === undefined || q === undefined) return p === undefined ? -1 : 1;
+    if (p === q) continue;
+    const [pn, qn] = [/^\d+$/.test(p), /^\d+$/.test(q)];
+    if (pn && qn) return Number(p) - Number(q);
+    if (pn !== qn) return pn ? -1 : 1;
+    return p < q ? -1 : 1;
+  }
+  return 0;
+}
+
 /** Parses and checks a record; every problem is a one-line UsageError naming the field. */
 export function parseRecord(text: string): GenerationRecord {
   const bad = (what: string) => new UsageError(`${RECORD_FILE} is invalid: ${what}`);

@@ -158,5 +158,5 @@ function packageJsonChange(ours: Buffer, base: Buffer, theirs: Buffer): FileChan
       detail: `${m.conflicts.length} key${m.conflicts.length === 1 ? "" : "s"} changed on both sides; yours kept`,
     };
   }
-  return { path: "package.json", kind: "merged", content, detail: m.changed.join(", ") };
+  return { path: "package.json", kind: "merged", content, detail: [...m.changed].sort().join(", ") };
 }

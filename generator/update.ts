@@ -10,7 +10,7 @@ import { type BaseTemplate, extractTemplate, packFromRegistry } from "./base-tem
 import { UsageError } from "./errors.js";
 import { deriveNames, type Names } from "./names.js";
 import { isYours } from "./ownership.js";
-import { choicesOf, type GenerationRecord, parseRecord, RECORD_FILE, stringifyRecord } from "./record.js";
+import { choicesOf, compareVersions, type GenerationRecord, parseRecord, RECORD_FILE, stringifyRecord } from "./record.js";
 import { listTemplateFiles, render } from "./render.js";
 import { renamePath } from "./rename.js";
 import { type FileChange, type Note, planUpdate, type UpdatePlan } from "./update-plan.js";
@@ -82,6 +82,9 @@ export async function runUpdate(args: UpdateArgs, ctx: UpdateContext): Promise<n
   const root = findGeneratedRepo(ctx.cwd);
   const rec = parseRecord(fs.readFileSync(path.join(root, RECORD_FILE), "utf8"));
   assertCleanTree(root, args.force);
+  if (compareVersions(rec.version, ctx.version) > 0) {
+    throw new UsageError(`this repo is on create-grpc-svc ${rec.version}, newer than this one (${ctx.version}): run npm create grpc-svc@latest -- update`);
+  }
   if (args.base === undefined && rec.version === ctx.version) {
     ctx.out(`This repo is already on create-grpc-svc ${ctx.version}; nothing to update.\n`);
     return 0;
@@ -114,7 +117,22 @@ export async function runUpdate(args: UpdateArgs, ctx: UpdateContext): Promise<n
   }
 }
 
+/**
+ * Refuses to write through a symlinked directory that leads out of the repository (a cloned repo could
+ * point src/framework at ~/.ssh); checked for every change before the first write.
+ */
+function assertInsideRepo(root: string, rel: string): void {
+  const realRoot = fs.realpathSync(root);
+  let dir = path.dirname(path.join(root, rel));
+  while (!fs.existsSync(dir)) dir = path.dirname(dir);
+  const real = fs.realpathSync(dir);
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) {
+    throw new UsageError(`${rel} would be written outside the repository (through a symlink to ${real}); nothing was written`);
+  }
+}
+
 function apply(plan: UpdatePlan, root: string, rec: GenerationRecord): void {
+  for (const c of plan.changes) assertInsideRepo(root, c.path);
   for (const c of plan.changes) {
     const file = path.join(root, c.path);
     if (c.kind === "removed") {

@@ -4,65 +4,11 @@
 //
 // E2E_KEEP=1 keeps the temp directory for inspection.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const MINUTE = 60_000;
-
-interface Result {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  output: string;
-  ms: number;
-}
-
-// Leaks from an outer `npm run`, `make` or `node --test` would change how the nested tools behave
-// (NODE_TEST_CONTEXT, for one, turns a nested `node --test` into a silent child of ours).
-function childEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const key of Object.keys(env)) {
-    if (/^(npm_package_|npm_lifecycle_|npm_config_local_prefix$|npm_command$|INIT_CWD$|MAKEFLAGS$|MFLAGS$|MAKELEVEL$|NODE_TEST_CONTEXT$)/.test(key)) {
-      delete env[key];
-    }
-  }
-  return env;
-}
-
-/** Runs a command with stdin closed (never a TTY); on timeout kills its whole process group. */
-function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(cmd, args, { cwd, env: childEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let output = "";
-    child.stdout.on("data", (d: Buffer) => (output += d));
-    child.stderr.on("data", (d: Buffer) => (output += d));
-    const timer = setTimeout(() => {
-      output += `\n[killed after ${timeoutMs} ms]`;
-      try {
-        process.kill(-(child.pid as number), "SIGKILL");
-      } catch {}
-    }, timeoutMs);
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, output, ms: Math.round(performance.now() - started) });
-    });
-  });
-}
-
-/** On failure, shows each failing node:test subtest (with its error) and the last lines of output. */
-function assertOk(r: Result, what: string): void {
-  if (r.code === 0) return;
-  const lines = r.output.split("\n");
-  const failures = lines.flatMap((l, i) => (/^\s*not ok /.test(l) && !/subtestsFailed/.test(lines.slice(i, i + 8).join("\n")) ? lines.slice(i, i + 25) : []));
-  const report = [...failures.slice(0, 200), "...", ...lines.slice(-30)].join("\n");
-  assert.fail(`${what} failed (exit ${r.code ?? r.signal}):\n${report}`);
-}
+import { assertOk, MINUTE, type Result, ROOT as root, run } from "./support.js";
 
 // Third-party protos (and the code generated from them) are copied verbatim; their comments say
 // "for example" and even `example.v1`, which is theirs, not the service's.

@@ -8,7 +8,7 @@ import path from "node:path";
 import { before, describe, it } from "node:test";
 import { mergePackageJson } from "../../generator/merge-package-json.js";
 import { isYours } from "../../generator/ownership.js";
-import { parseRecord, RECORD_FILE } from "../../generator/record.js";
+import { compareVersions, parseRecord, RECORD_FILE } from "../../generator/record.js";
 import { makeSyntheticTemplate, REPO, runCli, tmpDir, write } from "./helpers.js";
 
 const version = (JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string }).version;
@@ -379,6 +379,39 @@ describe("bad input: one line, nothing written", () => {
     const r = runCli(["update"], { cwd: f.repo, template: f.b, env: { ...gitEnv(f.root), ...npmEnv } });
     assertOneLineError(r, /cannot fetch create-grpc-svc@0\.0\.1-unpublished from the npm registry .*nothing was written.*--base/, 1);
     assert.equal(git(f.repo, f.root, "status", "--porcelain"), "");
+  });
+
+  it("refuses to write through a symlinked directory that leads out of the repo", () => {
+    const f = fixture();
+    const outside = path.join(f.root, "outside-framework");
+    fs.renameSync(path.join(f.repo, "src/framework"), outside);
+    fs.symlinkSync(outside, path.join(f.repo, "src/framework"));
+    git(f.repo, f.root, "add", "-A");
+    git(f.repo, f.root, "commit", "-qm", "framework elsewhere");
+    const before = read(outside, "untouched.ts");
+    const r = update(f, "--base", f.baseTgz);
+    assertOneLineError(r, /src\/framework\/\S+ would be written outside the repository .*nothing was written/);
+    assert.equal(read(outside, "untouched.ts"), before);
+    assert.ok(!fs.existsSync(path.join(outside, "new.ts")));
+    assert.equal(git(f.repo, f.root, "status", "--porcelain"), "");
+  });
+
+  it("refuses to take a repo back to an older version", () => {
+    const f = fixture();
+    const rec = JSON.parse(read(f.repo, RECORD_FILE));
+    rec.version = "999.0.0";
+    write(f.repo, RECORD_FILE, json(rec));
+    git(f.repo, f.root, "commit", "-qam", "pretend a newer version");
+    assertOneLineError(update(f), /this repo is on create-grpc-svc 999\.0\.0, newer than this one/);
+  });
+
+  it("orders versions by semver precedence", () => {
+    const sorted = ["0.9.0", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.10.0", "10.0.0"];
+    for (let i = 1; i < sorted.length; i++) {
+      assert.ok(compareVersions(sorted[i - 1] as string, sorted[i] as string) < 0, `${sorted[i - 1]} < ${sorted[i]}`);
+      assert.ok(compareVersions(sorted[i] as string, sorted[i - 1] as string) > 0, `${sorted[i]} > ${sorted[i - 1]}`);
+    }
+    assert.equal(compareVersions("1.2.3+build.1", "1.2.3"), 0);
   });
 
   it("rejects unknown update options with exit 2", () => {
