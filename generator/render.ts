@@ -29,7 +29,7 @@ export interface RenderResult {
 
 // Template-local state that must never reach a generated repo.
 const SKIP_DIRS = new Set(["node_modules", "dist", "coverage", ".tmp", ".git"]);
-const SKIP_PATHS = new Set(["src/gen"]);
+const SKIP_PATHS = new Set(["src/gen", "test/gen"]);
 
 function skipped(rel: string, isDir: boolean): boolean {
   const base = path.posix.basename(rel);

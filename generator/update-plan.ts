@@ -92,11 +92,12 @@ export function planUpdate(input: PlanInput): UpdatePlan {
     const base = baseFiles.has(rel) ? fs.readFileSync(path.join(baseDir, rel)) : undefined;
     const theirs = theirsFiles.has(rel) ? fs.readFileSync(path.join(theirsDir, rel)) : undefined;
     if (eq(base, theirs)) continue; // the template did not change it: whatever the repo has stays
+    const oursRead = readRegular(path.join(oursDir, rel));
     if (yours.has(rel)) {
-      plan.notes.push({ path: rel, kind: "yours-changed" });
+      // Shown as a diff to apply by hand, unless the repo already has the new version's content.
+      if (oursRead === "not-a-file" || !eq(oursRead, theirs)) plan.notes.push({ path: rel, kind: "yours-changed" });
       continue;
     }
-    const oursRead = readRegular(path.join(oursDir, rel));
     if (oursRead === "not-a-file") {
       plan.changes.push({ path: rel, kind: "conflict", detail: "not a regular file in your repo; left as it is" });
       continue;

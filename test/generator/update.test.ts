@@ -114,6 +114,7 @@ function fixture(): Fixture {
   edit("src/framework/gone-edited.ts", (s) => `${s}// the team's edit\n`);
   edit("src/service/orders-service.ts", (s) => `${s}// the team's handler\n`);
   write(repo, "src/service/extra.ts", "// a file only the team has\n");
+  edit("proto/orders/v1/orders.proto", (s) => `${s}// B's proto comment\n`); // already what B has: no diff to show
   edit("package.json", (s) => {
     const pkg = JSON.parse(s);
     pkg.scripts.lint = "biome check --error-on-warnings"; // B changes it too → conflict
@@ -321,6 +322,7 @@ describe("update from template A to template B", () => {
     // ...but says what the template changed in them, as a diff with repo paths.
     assert.match(r.stdout, /kept\s+src\/main\.ts\s+\(yours, not touched; the template changed it/);
     assert.match(r.stdout, /--- a\/src\/main\.ts\n\+\+\+ b\/src\/main\.ts\n[\s\S]*\+\/\/ B wires something new/);
+    assert.doesNotMatch(r.stdout, /orders\.proto/, "a file of yours that already has the new content is not shown");
   });
 
   it("merges package.json key by key and lists the key both sides changed", () => {
@@ -338,6 +340,15 @@ describe("update from template A to template B", () => {
     assert.match(read(f.repo, "package-lock.json"), /"version": "1.1.0"/);
     assert.equal(parseRecord(read(f.repo, RECORD_FILE)).options.adminPort, 9100);
     assert.match(r.stdout, /npm install\n {2}make generate\n {2}make test\n/);
+  });
+});
+
+describe("update --help", () => {
+  it("prints the update usage and exits 0, also outside a generated repo", () => {
+    const r = runCli(["update", "--help"], { cwd: tmpDir() });
+    assert.equal(r.status, 0, r.stderr);
+    for (const flag of ["--dry-run", "--force", "--base <tarball>"]) assert.ok(r.stdout.includes(flag), flag);
+    assert.match(r.stdout, /never written/);
   });
 });
 
