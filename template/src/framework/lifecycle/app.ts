@@ -6,6 +6,7 @@ import pino, { type Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
 import { registerBrowserProtocols } from "../browser/connect.js";
 import { CorsPolicy, corsSettings, registerCors } from "../browser/cors.js";
+import { registerWebSockets } from "../browser/websocket.js";
 import { Chain, type NamedInterceptor } from "../call/chain.js";
 import { type Client, type ClientOptions, createClient } from "../client/client.js";
 import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
@@ -163,15 +164,16 @@ export class App {
       close: () => this.#invoker?.close(),
     };
     const routes = compileRoutes(methods);
+    const headers = {
+      traceHeader: config.TRACE_HEADER_NAME,
+      debugHeader: config.DEBUG_LOG_HEADER_NAME,
+      prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()),
+    };
     const gatewayMethods = registerGateway(http, {
       routes,
       invoker,
       hooks: this.metrics?.gatewayHooks(routes),
-      headers: {
-        traceHeader: config.TRACE_HEADER_NAME,
-        debugHeader: config.DEBUG_LOG_HEADER_NAME,
-        prefixes: config.HTTP_HEADER_PREFIXES.map((p) => p.toLowerCase()),
-      },
+      headers,
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
     });
@@ -182,6 +184,7 @@ export class App {
       log: this.log,
     });
     preflight.push(protocolMethods, gatewayMethods);
+    registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });
     const ops = { config, services: this.#services, routes, metrics: this.metrics };
     if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
     else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);

@@ -1,6 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import compress from "@fastify/compress";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { Code, GrpcError } from "../call/status.js";
@@ -104,6 +105,7 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
  */
 function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
   const requestless = new Set<Socket>();
+  requestlessSockets.set(app.server, requestless);
   let closing = false;
   app.server.on("connection", (socket: Socket) => {
     if (closing) {
@@ -120,6 +122,33 @@ function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
     for (const socket of requestless) socket.destroy();
     requestless.clear();
     done();
+  });
+}
+
+const requestlessSockets = new WeakMap<Server, Set<Socket>>();
+
+/** Answers an upgrade request that is not taken: a JSON error, then close. */
+export function refuseUpgrade(socket: Duplex, status: number, code: Code, message: string): void {
+  const body = statusJson(code, message, []);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+/**
+ * Hands `Upgrade` requests (WebSocket) to `handler`. Node emits them apart from requests: the
+ * socket counts as in flight from here (shutdown no longer closes it as idle), and once closing
+ * began new upgrades are refused with 503 like requests.
+ */
+export function acceptUpgrades(app: FastifyInstance, handler: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): void {
+  const server = app.server;
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    requestlessSockets.get(server)?.delete(req.socket);
+    if (closingServers.has(server)) return refuseUpgrade(socket, 503, Code.UNAVAILABLE, "server is shutting down");
+    handler(req, socket, head);
   });
 }
 

@@ -1,0 +1,265 @@
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { fromJsonString, type Message, mergeFromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
+import type { Metadata } from "@grpc/grpc-js";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { type RawData, type WebSocket, WebSocketServer } from "ws";
+import { CallContext, runInContext } from "../call/context.js";
+import { LazyAbortController } from "../call/lazy-abort.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { MethodInfo } from "../call/types.js";
+import { httpError } from "../gateway/errors.js";
+import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
+import { decodeRequest } from "../gateway/request.js";
+import { Router } from "../gateway/router.js";
+import type { GatewayRoute } from "../gateway/routes.js";
+import { acceptUpgrades, refuseUpgrade } from "../server/http-server.js";
+import type { BoundMethod } from "../server/methods.js";
+import type { CorsPolicy } from "./cors.js";
+
+/**
+ * The WebSocket subprotocol of a call, which a client offers (and the server selects) beside any
+ * credential entries: `new WebSocket(url, ["grpc-json-stream.v1", "bearer." + base64url(token)])`.
+ */
+export const WS_PROTOCOL = "grpc-json-stream.v1";
+/** Credential entries of Sec-WebSocket-Protocol: a browser cannot set headers on a WebSocket. */
+const BEARER = "bearer.";
+const API_KEY = "api-key.";
+/** A call must get its first request message this soon after the upgrade, else it ends DEADLINE_EXCEEDED. */
+const FIRST_MESSAGE_MS = 30_000;
+/** Above this many unsent bytes, a stream waits for the socket before producing the next message. */
+const HIGH_WATER_BYTES = 64 * 1024;
+const JSON_READ = { ignoreUnknownFields: true } as const;
+const JSON_WRITE = { alwaysEmitImplicit: true } as const;
+const END_FRAME = '{"end":{}}';
+const CANCELLED = new GrpcError(Code.CANCELLED, "the client closed the WebSocket");
+
+export interface WebSocketOptions {
+  methods: readonly BoundMethod[];
+  /** The gateway routes: a streaming method is also reachable at its google.api.http path. */
+  routes: readonly GatewayRoute[];
+  cors: CorsPolicy;
+  headers: HeaderPolicy;
+  /** Largest frame (GRPC_MAX_RECV_MSG_SIZE); a larger one closes the socket with 1009. */
+  maxMessageBytes: number;
+  log: Logger;
+}
+
+/** What an upgrade asks for: a method, and for a google.api.http path the fields its URL sets. */
+interface Target {
+  method: BoundMethod;
+  /** Path variables and query parameters, merged over every request message (the URL wins). */
+  fromUrl: Uint8Array | undefined;
+}
+
+/**
+ * Streaming calls over WebSocket on the HTTP port, the one way a browser streams in both directions
+ * over HTTP/1.1: `GET` with `Upgrade: websocket` at `/<package.Service>/<Method>` or at the method's
+ * google.api.http path. Framing (JSON text frames, documented in the README):
+ *  - client → server: each text frame is one request message in proto3 JSON; an empty text frame
+ *    half-closes (no more requests);
+ *  - server → client: `{"result":…}` per response message, then one final frame, `{"end":{}}` (OK) or
+ *    `{"error":{"code","message","details"}}`, then a normal close (1000).
+ * An `Origin` the CORS settings do not allow (other than the server's own) is refused with 403: a
+ * page on another site cannot open a call with the user's cookies (cross-site WebSocket hijacking).
+ * Credentials travel in Sec-WebSocket-Protocol entries, never in the URL (which lands in access logs).
+ */
+export function registerWebSockets(app: FastifyInstance, options: WebSocketOptions): void {
+  const byPath = new Map<string, BoundMethod>();
+  for (const m of options.methods) if (m.info.kind !== "unary") byPath.set(m.info.path, m);
+  const router = new Router<GatewayRoute>();
+  const taken = new Set<string>();
+  for (const route of options.routes) {
+    if (route.method.info.kind === "unary" || taken.has(route.template.source)) continue;
+    taken.add(route.template.source);
+    router.add("GET", route.template, urlOnly(route));
+  }
+  if (byPath.size === 0) return;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: options.maxMessageBytes,
+    perMessageDeflate: false, // no compression: no inflate bombs, no per-message CPU
+    clientTracking: false,
+    handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
+  });
+  acceptUpgrades(app, (req, socket, head) => {
+    const target = resolve(req.url ?? "/", byPath, router, socket);
+    if (!target) return;
+    if (!originAllowed(req, options.cors))
+      return refuseUpgrade(socket, 403, Code.PERMISSION_DENIED, "origin not allowed: add it to CORS_ALLOWED_ORIGINS");
+    const metadata = metadataFromHeaders(req.headers, options.headers);
+    const problem = addCredentials(req.headers["sec-websocket-protocol"], metadata);
+    if (problem) return refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, problem);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const path = (req.url ?? "/").split("?", 1)[0]!;
+      new StreamCall(ws, target, metadata, path, options.log).start();
+    });
+  });
+}
+
+/** A copy of the route that reads only its URL: path variables, and the query for every other field. */
+function urlOnly(route: GatewayRoute): GatewayRoute {
+  const boundPaths = new Set(route.pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
+  return { ...route, body: "", bodyField: undefined, rawRequest: false, boundPaths };
+}
+
+function resolve(url: string, byPath: Map<string, BoundMethod>, router: Router<GatewayRoute>, socket: Duplex): Target | undefined {
+  const q = url.indexOf("?");
+  const path = q === -1 ? url : url.slice(0, q);
+  const method = byPath.get(path);
+  if (method) return { method, fromUrl: undefined };
+  const match = router.match("GET", path);
+  if (match.kind !== "found") {
+    refuseUpgrade(socket, 404, Code.NOT_FOUND, "no streaming method is served at this path");
+    return undefined;
+  }
+  const route = match.route;
+  try {
+    const message = decodeRequest(route, match.segments, q === -1 ? "" : url.slice(q + 1), undefined);
+    return { method: route.method, fromUrl: toBinary(route.method.info.desc.input, message) };
+  } catch (err) {
+    refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, (err as Error).message);
+    return undefined;
+  }
+}
+
+/** No Origin (not a browser), the server's own origin, or one the CORS settings allow. */
+function originAllowed(req: IncomingMessage, cors: CorsPolicy): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  const host = req.headers.host;
+  if (host !== undefined && (origin === `http://${host}` || origin === `https://${host}`)) return true;
+  return cors.allows(origin, host);
+}
+
+/** `bearer.<base64url token>` → authorization, `api-key.<base64url key>` → x-api-key. A problem, or undefined. */
+function addCredentials(header: string | undefined, metadata: Metadata): string | undefined {
+  if (header === undefined) return undefined;
+  const offered = header.split(",").map((p) => p.trim());
+  if (!offered.includes(WS_PROTOCOL)) return `offer the WebSocket subprotocol ${WS_PROTOCOL}`;
+  for (const entry of offered) {
+    const [prefix, key] = entry.startsWith(BEARER) ? [BEARER, "authorization"] : entry.startsWith(API_KEY) ? [API_KEY, "x-api-key"] : [];
+    if (!prefix || !key) continue;
+    const value = Buffer.from(entry.slice(prefix.length), "base64url").toString("utf8");
+    if (!/^[\x21-\x7e]+$/.test(value)) return `a ${prefix.slice(0, -1)} entry must hold base64url of printable ASCII`;
+    metadata.set(key, key === "authorization" ? `Bearer ${value}` : value);
+  }
+  return undefined;
+}
+
+/** One call over one WebSocket. */
+class StreamCall {
+  readonly #ws: WebSocket;
+  readonly #target: Target;
+  readonly #info: MethodInfo;
+  readonly #ctx: CallContext;
+  readonly #controller = new LazyAbortController();
+  readonly #log: Logger;
+  #started = false;
+  #ended = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, log: Logger) {
+    this.#ws = ws;
+    this.#target = target;
+    this.#info = target.method.info;
+    this.#log = log;
+    this.#ctx = new CallContext({
+      method: this.#info,
+      transport: "http",
+      metadata,
+      controller: this.#controller,
+      deadline: Number.POSITIVE_INFINITY,
+      httpPath: path,
+    });
+    this.#ctx.fields.protocol = "websocket";
+  }
+
+  start(): void {
+    const ws = this.#ws;
+    ws.on("message", (data, isBinary) => this.#onFrame(data, isBinary));
+    ws.on("close", () => {
+      clearTimeout(this.#timer);
+      this.#ended = true;
+      this.#controller.abort(CANCELLED);
+    });
+    ws.on("error", (err) => this.#log.debug({ err, path: this.#info.path }, "websocket error"));
+    this.#timer = setTimeout(
+      () => this.#finish(new GrpcError(Code.DEADLINE_EXCEEDED, `no request message within ${FIRST_MESSAGE_MS / 1000} s`)),
+      FIRST_MESSAGE_MS,
+    );
+  }
+
+  #onFrame(data: RawData, isBinary: boolean): void {
+    if (this.#ended) return;
+    const request = this.#request(data, isBinary);
+    if (request instanceof GrpcError) this.#finish(request);
+    else if (request !== undefined) {
+      this.#started = true;
+      clearTimeout(this.#timer);
+      void this.#run(request);
+    }
+  }
+
+  /** The frame as the call's request message, an error that ends the call, or undefined (a half-close). */
+  #request(data: RawData, isBinary: boolean): Message | GrpcError | undefined {
+    if (isBinary) return new GrpcError(Code.INVALID_ARGUMENT, "send request messages as JSON text frames");
+    const text = data.toString();
+    // A server-streaming call has its one request: only the half-close may follow.
+    if (this.#started)
+      return text === "" ? undefined : new GrpcError(Code.INVALID_ARGUMENT, `${this.#info.name} takes one request message`);
+    if (text === "") return new GrpcError(Code.INVALID_ARGUMENT, "half-closed before sending the request message");
+    try {
+      return this.#decode(text);
+    } catch (err) {
+      return err instanceof GrpcError ? err : new GrpcError(Code.INVALID_ARGUMENT, `malformed request message: ${(err as Error).message}`);
+    }
+  }
+
+  #decode(text: string): Message {
+    const input = this.#info.desc.input;
+    const message = fromJsonString(input, text, JSON_READ);
+    if (this.#target.fromUrl) mergeFromBinary(input, message, this.#target.fromUrl);
+    return message;
+  }
+
+  /** Enters the chain once, then sends each response message as it comes, waiting for a slow socket. */
+  async #run(request: Message): Promise<void> {
+    const ctx = this.#ctx;
+    const ws = this.#ws;
+    const output = this.#info.desc.output;
+    let it: AsyncIterator<Message> | undefined;
+    try {
+      const result = await runInContext(ctx, () => this.#target.method.invoke({ method: this.#info, ctx, request }));
+      if (!("stream" in result)) throw new Error(`${this.#info.path}: a single message answered a streaming method`);
+      it = result.stream[Symbol.asyncIterator]();
+      for (;;) {
+        const step = await runInContext(ctx, () => it!.next());
+        if (step.done) break;
+        if (this.#ended) return; // the client left
+        const frame = `{"result":${toJsonString(output, step.value, JSON_WRITE)}}`;
+        if (ws.bufferedAmount < HIGH_WATER_BYTES) ws.send(frame);
+        else await new Promise<void>((resolve) => ws.send(frame, () => resolve()));
+      }
+      it = undefined;
+      this.#finish(undefined);
+    } catch (err) {
+      it = undefined;
+      this.#finish(err);
+    } finally {
+      // Left early: end the handler's stream too.
+      if (it) runInContext(ctx, () => it!.return?.())?.catch(() => {});
+    }
+  }
+
+  /** The final frame (OK end or error), then a normal close. */
+  #finish(err: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    clearTimeout(this.#timer);
+    if (err !== undefined) this.#controller.abort(err); // stops a handler still running
+    const frame = err === undefined ? END_FRAME : `{"error":${httpError(err).body}}`;
+    this.#ws.send(frame, () => this.#ws.close(1000));
+  }
+}

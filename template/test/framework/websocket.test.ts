@@ -1,0 +1,180 @@
+/**
+ * Streaming calls over WebSocket on the HTTP port, driven by Node 24's built-in WebSocket client:
+ * the framing (JSON text frames, {"result"}, the final {"end"} or {"error"} frame, a normal close),
+ * both paths (gRPC path and google.api.http path), credentials in Sec-WebSocket-Protocol, the Origin
+ * check against the CORS settings, bad frames, and the client leaving mid-stream.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
+import { defineService } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
+
+interface Outcome {
+  frames: unknown[];
+  code: number;
+}
+
+/** Opens a socket, sends `send` once it is open, and collects every frame until the close. */
+function call(url: string, send: string[], init: { protocols?: string[]; headers?: Record<string, string> } = {}): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { protocols: init.protocols ?? [WS_PROTOCOL], headers: init.headers } as never);
+    const frames: unknown[] = [];
+    ws.onopen = () => {
+      for (const frame of send) ws.send(frame);
+    };
+    ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)));
+    ws.onclose = (e) => resolve({ frames, code: e.code });
+    ws.onerror = () => reject(new Error("websocket failed"));
+  });
+}
+
+/** The status of an upgrade the server refuses, read from a plain HTTP request. */
+async function refusal(url: string, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+  const { request } = await import("node:http");
+  return new Promise((resolve, reject) => {
+    const req = request(url.replace(/^ws/, "http"), {
+      headers: {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        ...headers,
+      },
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on("upgrade", () => reject(new Error("the upgrade was accepted")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("WebSocket streams", () => {
+  let server: TestServer;
+  let ws: string;
+  before(async () => {
+    server = await startTestServer([exampleService], { CORS_ALLOWED_ORIGINS: "https://app.example.com" });
+    ws = server.httpUrl.replace(/^http/, "ws");
+  });
+  after(() => server.close());
+
+  test("a server stream at /<package.Service>/<Method>: one result frame per message, an end frame, a normal close", async () => {
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":3}', ""]);
+    assert.deepEqual(out.frames, [{ result: { remaining: 3 } }, { result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }]);
+    assert.equal(out.code, 1000);
+  });
+
+  test("at the method's google.api.http path, the URL's path variables win over the message", async () => {
+    const out = await call(`${ws}/api/v1/countdown/2`, ['{"from":50}']);
+    assert.deepEqual(out.frames, [{ result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }]);
+  });
+
+  test("an invalid request ends the call with an error frame carrying the details, then a normal close", async () => {
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":0}']);
+    assert.equal(out.frames.length, 1);
+    const { error } = out.frames[0] as { error: { code: number; details: { "@type": string }[] } };
+    assert.equal(error.code, 3);
+    assert.equal(error.details[0]?.["@type"], "type.googleapis.com/google.rpc.BadRequest");
+    assert.equal(out.code, 1000);
+  });
+
+  test("malformed JSON, a binary frame or a second request message is INVALID_ARGUMENT", async () => {
+    for (const frames of [["{nope"], ['{"from":2,"intervalMs":1000}', '{"from":2}']]) {
+      const out = await call(`${ws}/example.v1.ExampleService/Countdown`, frames);
+      const last = out.frames.at(-1) as { error?: { code: number } };
+      assert.equal(last.error?.code, 3, JSON.stringify(frames));
+    }
+    const binary = await new Promise<unknown[]>((resolve) => {
+      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Countdown`, [WS_PROTOCOL]);
+      const frames: unknown[] = [];
+      socket.onopen = () => socket.send(new Uint8Array([1, 2, 3]));
+      socket.onmessage = (e) => frames.push(JSON.parse(String(e.data)));
+      socket.onclose = () => resolve(frames);
+    });
+    assert.deepEqual(binary, [{ error: { code: 3, message: "send request messages as JSON text frames", details: [] } }]);
+  });
+
+  test("the client closing mid-stream cancels the handler, and the server keeps serving", async () => {
+    await new Promise<void>((resolve) => {
+      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Countdown`, [WS_PROTOCOL]);
+      socket.onopen = () => socket.send('{"from":100,"intervalMs":1000}');
+      socket.onmessage = () => socket.close(1000);
+      socket.onclose = () => resolve();
+    });
+    const line = await waitFor(() =>
+      server.logs.find((l) => l.msg === "response time" && l.protocol === "websocket" && l.grpcCode === "Canceled"),
+    );
+    assert.equal(line.grpcMethod, "/example.v1.ExampleService/Countdown");
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}']);
+    assert.deepEqual(out.frames, [{ result: { remaining: 1 } }, { end: {} }]);
+  });
+
+  test("an Origin the CORS settings allow may open a stream; any other is refused with 403 before the upgrade", async () => {
+    const ok = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { headers: { origin: "https://app.example.com" } });
+    assert.deepEqual(ok.frames.at(-1), { end: {} });
+    const refused = await refusal(`${ws}/example.v1.ExampleService/Countdown`, { origin: "https://evil.example.com" });
+    assert.equal(refused.status, 403);
+    assert.deepEqual(refused.body, { code: 7, message: "origin not allowed: add it to CORS_ALLOWED_ORIGINS", details: [] });
+  });
+
+  test("unary methods and unknown paths are not WebSocket routes (404)", async () => {
+    for (const path of ["/example.v1.ExampleService/Echo", "/api/v1/echo", "/nowhere"]) {
+      assert.equal((await refusal(`${ws}${path}`, {})).status, 404, path);
+    }
+  });
+
+  test("an offer without the call subprotocol is refused (400)", async () => {
+    const res = await refusal(`${ws}/example.v1.ExampleService/Countdown`, { "sec-websocket-protocol": "chat" });
+    assert.equal(res.status, 400);
+  });
+
+  test("each stream is one call in the metrics", async () => {
+    const count = async () => {
+      const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+      const line = text
+        .split("\n")
+        .find((l) => l.startsWith("grpc_server_handled_total{") && l.includes('grpc_method="Countdown"') && l.includes('grpc_code="OK"'));
+      return Number(line?.slice(line.lastIndexOf(" ") + 1) ?? 0);
+    };
+    const before = await count();
+    await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":2}']);
+    assert.equal(await count(), before + 1);
+  });
+});
+
+describe("WebSocket streams with authentication on", () => {
+  let server: TestServer;
+  let ws: string;
+  before(async () => {
+    // The example's own auth override leaves Countdown public; without it, every method needs credentials.
+    const guarded = defineService(ExampleService, { handlers: exampleService.handlers });
+    server = await startTestServer([guarded], { API_KEYS: "k-1" });
+    ws = server.httpUrl.replace(/^http/, "ws");
+  });
+  after(() => server.close());
+
+  test("without credentials the call ends UNAUTHENTICATED", async () => {
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}']);
+    assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
+  });
+
+  test("the API key travels in a Sec-WebSocket-Protocol entry (base64url), never in the URL", async () => {
+    const key = Buffer.from("k-1").toString("base64url");
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `api-key.${key}`] });
+    assert.deepEqual(out.frames, [{ result: { remaining: 1 } }, { end: {} }]);
+  });
+});
+
+async function waitFor<T>(find: () => T | undefined): Promise<T> {
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    await new Promise((r) => setImmediate(r));
+  }
+}
