@@ -49,9 +49,24 @@ export function packFromRegistry(version: string, workDir: string): string {
   return path.join(workDir, tgz);
 }
 
+/**
+ * npm tarballs hold only files and directories. A link member could point outside the extraction directory
+ * and a later member be written through it, so a tarball with any other kind of member is refused.
+ */
+function assertPlainMembers(tarball: string, source: string): void {
+  const r = spawnSync("tar", ["-tvzf", path.resolve(tarball)], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+  if (r.error || r.status !== 0) {
+    throw new BaseUnavailableError(`cannot read ${source}: ${r.error?.message || lastLine(r.stderr) || `exit ${r.status}`}; nothing was written`);
+  }
+  // `tar -tv` prints ls-style lines: the first character is the member's type.
+  const odd = r.stdout.split("\n").find((line) => line !== "" && !/^[-d]/.test(line));
+  if (odd) throw new UsageError(`${source} holds a link or special file, which no npm tarball has: ${odd.trim()}`);
+}
+
 /** Extracts a create-grpc-svc tarball and checks it carries a template. */
 export function extractTemplate(tarball: string, workDir: string, source: string): BaseTemplate {
   if (!fs.existsSync(tarball) || !fs.statSync(tarball).isFile()) throw new UsageError(`--base ${tarball}: no such file`);
+  assertPlainMembers(tarball, source);
   const dest = path.join(workDir, "extracted");
   fs.mkdirSync(dest, { recursive: true });
   // GNU and bsd tar both refuse members that would land outside dest (absolute or `..` paths).

@@ -407,6 +407,16 @@ describe("bad input: one line, nothing written", () => {
     assert.equal(git(f.repo, f.root, "status", "--porcelain"), "");
   });
 
+  it("refuses a --base tarball that holds a symlink", () => {
+    const f = fixture();
+    const stage = path.join(f.root, "evil");
+    fs.cpSync(path.join(f.root, `stage-${version}`), stage, { recursive: true });
+    fs.symlinkSync("/etc", path.join(stage, "package/template/escape"));
+    const evil = path.join(f.root, "evil.tgz");
+    assert.equal(spawnSync("tar", ["-czf", evil, "-C", stage, "package"]).status, 0);
+    assertOneLineError(update(f, "--base", evil), /holds a link or special file, which no npm tarball has: .*escape -> \/etc/);
+  });
+
   it("refuses to take a repo back to an older version", () => {
     const f = fixture();
     const rec = JSON.parse(read(f.repo, RECORD_FILE));
