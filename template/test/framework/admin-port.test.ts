@@ -74,4 +74,46 @@ describe("admin port (SPEC §4.1)", () => {
     await notFound(`${server.adminUrl}/metrics`);
     await notFound(`${server.httpUrl}/metrics`);
   });
+
+  describe("the start-up warning about public operational routes", () => {
+    const secret = "admin-port-test-secret-0123456789abcdef";
+    const apiKey = "admin-port-test-api-key";
+    const warnings = (logs: Record<string, unknown>[]) => logs.filter((l) => l.level === "warn" && /ADMIN_PORT/.test(String(l.msg)));
+
+    test("with auth on and no ADMIN_PORT: exactly one warn line names /metrics, /swagger/ and /debug/pprof/ and ADMIN_PORT, and no secret", async (t) => {
+      const server = await startTestServer([exampleService], { JWT_SECRET: secret, API_KEYS: apiKey });
+      t.after(() => server.close());
+      const lines = warnings(server.logs);
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      const line = lines[0]!;
+      assert.deepEqual(line.publicPaths, ["/metrics", "/swagger/", "/debug/pprof/"]);
+      assert.match(
+        String(line.msg),
+        /^\/metrics, \/swagger\/, \/debug\/pprof\/ are served without authentication on the HTTP port: set ADMIN_PORT/,
+      );
+      const text = JSON.stringify(line);
+      assert.ok(!text.includes(secret) && !text.includes(apiKey), "the line holds no secret");
+      assert.ok(server.logs.findIndex((l) => l === line) < server.logs.findIndex((l) => l.msg === "ready"), "logged before ready");
+    });
+
+    test("it names only what is served (DISABLE_PROMETHEUS, DISABLE_DEBUG) and comes with API keys alone too", async (t) => {
+      const server = await startTestServer([exampleService], { API_KEYS: apiKey, DISABLE_PROMETHEUS: "true", DISABLE_DEBUG: "true" });
+      t.after(() => server.close());
+      assert.deepEqual(
+        warnings(server.logs).map((l) => l.publicPaths),
+        [["/swagger/"]],
+      );
+    });
+
+    for (const [name, env] of [
+      ["auth off", {}],
+      ["ADMIN_PORT set", { JWT_SECRET: secret, ADMIN_PORT: "0" }],
+    ] as const) {
+      test(`no warning with ${name}`, async (t) => {
+        const server = await startTestServer([exampleService], env);
+        t.after(() => server.close());
+        assert.deepEqual(warnings(server.logs), []);
+      });
+    }
+  });
 });

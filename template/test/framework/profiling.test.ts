@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { get, type IncomingMessage } from "node:http";
 import { test } from "node:test";
 import { gunzipSync } from "node:zlib";
+import { SignJWT } from "jose";
 import { Profile } from "pprof-format";
+import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { exampleService } from "../../src/service/example-service.js";
@@ -79,13 +84,119 @@ test("/debug/pprof/heap is pprof with in-use objects and bytes; ?debug=1 is a te
   assert.match(text, /process: rss \d+/);
 });
 
-test("/debug/pprof/heapsnapshot streams a V8 heap snapshot", async (t) => {
-  const server = await startTestServer([exampleService]);
+/** A GET whose response body is left unread (paused) until the caller reads it. */
+function getPaused(url: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => get(url, resolve).on("error", reject));
+}
+
+async function bodyOf(res: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+for (const admin of [false, true]) {
+  test(`the HTTP port never serves the heap snapshot: 404 JSON and not in the index (${admin ? "with" : "without"} ADMIN_PORT)`, async (t) => {
+    const server = await startTestServer([exampleService], admin ? { ADMIN_PORT: "0" } : {});
+    t.after(() => server.close());
+    for (const path of [
+      "/debug/pprof/heapsnapshot",
+      "/debug/pprof/heapsnapshot?debug=1",
+      "/debug/pprof/heapsnapshot/",
+      "/DEBUG/pprof/heapsnapshot",
+    ]) {
+      const res = await fetch(`${server.httpUrl}${path}`);
+      assert.equal(res.status, 404, path);
+      assert.deepEqual(await res.json(), { code: Code.NOT_FOUND, message: "Not Found", details: [] }, path);
+    }
+    if (!admin) assert.doesNotMatch(await (await fetch(`${server.httpUrl}/debug/pprof/`)).text(), /heapsnapshot/);
+  });
+}
+
+/** Asks until the snapshot slot is free: the server sees a response end on one of its next turns (each refusal is a cheap 409). */
+async function snapshotWhenFree(url: string): Promise<Response> {
+  for (let i = 0; ; i++) {
+    const res = await fetch(url);
+    if (res.status !== 409 || i === 200) return res;
+    await res.arrayBuffer();
+  }
+}
+
+test("the admin port streams a V8 heap snapshot, one at a time: 409 JSON while one is being sent", async (t) => {
+  const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
   t.after(() => server.close());
-  const res = await fetch(`${server.httpUrl}/debug/pprof/heapsnapshot`);
-  assert.equal(res.status, 200);
-  const snapshot = JSON.parse(await res.text()) as { snapshot: { node_count: number } };
-  assert.ok(snapshot.snapshot.node_count > 1000);
+  const url = `${server.adminUrl}/debug/pprof/heapsnapshot`;
+  // The first one's body stays unread: tens of MB, more than the sockets buffer, so its response cannot end.
+  const first = await getPaused(url);
+  assert.equal(first.statusCode, 200);
+  const busy = await fetch(url);
+  assert.equal(busy.status, 409);
+  assert.deepEqual(await busy.json(), { code: Code.ABORTED, message: "a heap snapshot is already being taken", details: [] });
+  const body = await bodyOf(first);
+  assert.ok(body.length > 10_000_000, `a snapshot larger than socket buffers (${body.length} bytes)`);
+  assert.ok((JSON.parse(body.toString("utf8")) as { snapshot: { node_count: number } }).snapshot.node_count > 1000);
+  const again = await snapshotWhenFree(url);
+  assert.equal(again.status, 200, "free again once the first response is gone");
+  await again.arrayBuffer();
+  assert.match(await (await fetch(`${server.adminUrl}/debug/pprof/`)).text(), /href="heapsnapshot"/);
+});
+
+test("a client that leaves mid-snapshot frees it for the next one and the process keeps serving", async (t) => {
+  const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+  t.after(() => server.close());
+  const url = `${server.adminUrl}/debug/pprof/heapsnapshot`;
+  const first = await getPaused(url);
+  first.destroy();
+  await once(first, "close");
+  const next = await snapshotWhenFree(url);
+  assert.equal(next.status, 200);
+  await next.arrayBuffer();
+  assert.equal((await fetch(`${server.httpUrl}/healthcheck`)).status, 200);
+});
+
+test("CPU and heap profiles hold neither JWT_SECRET nor an API key (the heap snapshot does: admin port only)", async (t) => {
+  const secret = `jwt-secret-${randomBytes(24).toString("hex")}`;
+  const apiKey = `api-key-${randomBytes(24).toString("hex")}`;
+  const server = await startTestServer([exampleService], {
+    JWT_SECRET: secret,
+    API_KEYS: apiKey,
+    HTTP_HEADER_PREFIXES: "x-api-key",
+    ADMIN_PORT: "0",
+  });
+  t.after(() => server.close());
+  const client = server.client(ExampleService);
+  const token = await new SignJWT({ sub: "alice" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setExpirationTime("1h")
+    .sign(new TextEncoder().encode(secret));
+  const calls = async () => {
+    await client.echo({ message: "with a token" }, { metadata: { authorization: `Bearer ${token}` } });
+    await client.echo({ message: "with a key" }, { metadata: { "x-api-key": apiKey } });
+    await fetch(`${server.httpUrl}/api/v1/echo/key`, { headers: { "x-api-key": apiKey } });
+  };
+  await (await fetch(`${server.adminUrl}/debug/pprof/heap`)).arrayBuffer(); // sampling starts with the first request
+  const cpu = fetch(`${server.adminUrl}/debug/pprof/profile?seconds=1`);
+  const until = Date.now() + 900;
+  while (Date.now() < until) await calls();
+  const profiles = {
+    profile: Buffer.from(await (await cpu).arrayBuffer()),
+    heap: Buffer.from(await (await fetch(`${server.adminUrl}/debug/pprof/heap`)).arrayBuffer()),
+  };
+  const needles = [secret, apiKey].flatMap((s) => [Buffer.from(s, "utf8"), Buffer.from(s, "utf16le")]);
+  for (const [name, gz] of Object.entries(profiles)) {
+    const raw = gunzipSync(gz);
+    const profile = Profile.decode(raw);
+    assert.ok(profile.stringTable.strings.length > 10, `${name} has a string table`);
+    for (const needle of needles) assert.equal(raw.indexOf(needle), -1, `${name} bytes hold a secret`);
+    for (const s of profile.stringTable.strings)
+      assert.ok(!s.includes(secret) && !s.includes(apiKey), `${name} string table holds a secret`);
+  }
+  const text = await (await fetch(`${server.adminUrl}/debug/pprof/heap?debug=1`)).text();
+  assert.ok(!text.includes(secret) && !text.includes(apiKey), "heap?debug=1 holds a secret");
+  // The control: the same search finds them in a heap snapshot, which is why that one is admin-only.
+  const snapshot = Buffer.from(await (await fetch(`${server.adminUrl}/debug/pprof/heapsnapshot`)).arrayBuffer());
+  assert.notEqual(snapshot.indexOf(secret), -1, "the snapshot holds JWT_SECRET");
+  assert.notEqual(snapshot.indexOf(apiKey), -1, "the snapshot holds the API key");
 });
 
 test("the index lists the profiles; DISABLE_DEBUG=true removes them all (404)", async (t) => {

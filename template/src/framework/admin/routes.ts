@@ -14,14 +14,23 @@ export interface OpsContext {
   routes: readonly GatewayRoute[];
   /** Undefined when DISABLE_PROMETHEUS. */
   metrics: ServerMetrics | undefined;
+  /**
+   * The routes go on the admin port (ADMIN_PORT set). Only there is the V8 heap snapshot served:
+   * it holds every string in memory, secrets included.
+   */
+  adminPort: boolean;
 }
 
 /**
  * The operational endpoints (/metrics, /swagger/, /debug/pprof/): on the admin port when
  * ADMIN_PORT is set, else on the HTTP port. Each concern registers its own routes here.
+ * Returns the path prefixes served, for the start-up warning when they are public.
  */
-export function registerOpsRoutes(app: FastifyInstance, ctx: OpsContext): void {
-  registerProfilingRoutes(app, ctx);
-  registerMetricsRoute(app, ctx);
+export function registerOpsRoutes(app: FastifyInstance, ctx: OpsContext): string[] {
+  const served: string[] = [];
+  if (registerMetricsRoute(app, ctx)) served.push("/metrics");
   registerSwagger(app, ctx);
+  served.push("/swagger/");
+  if (registerProfilingRoutes(app, ctx)) served.push("/debug/pprof/");
+  return served;
 }

@@ -186,8 +186,16 @@ export class App {
     preflight.push(protocolMethods, gatewayMethods);
     registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });
     const ops = { config, services: this.#services, routes, metrics: this.metrics };
-    if (config.ADMIN_PORT === undefined) registerOpsRoutes(http, ops);
-    else registerOpsRoutes((this.#admin = await createHttpServer(config)), ops);
+    if (config.ADMIN_PORT !== undefined) registerOpsRoutes((this.#admin = await createHttpServer(config)), { ...ops, adminPort: true });
+    else {
+      const publicPaths = registerOpsRoutes(http, { ...ops, adminPort: false });
+      if (authRequired(config)) {
+        this.log.warn(
+          { publicPaths },
+          `${publicPaths.join(", ")} are served without authentication on the HTTP port: set ADMIN_PORT to move them to a port of their own, kept off the public network`,
+        );
+      }
+    }
 
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT, tls?.server);
@@ -322,6 +330,11 @@ async function listenHttp(server: FastifyInstance, host: string, port: number, n
 function boundPort(server: FastifyInstance, configured: number): number {
   const address = server.server.address();
   return typeof address === "object" && address ? address.port : configured;
+}
+
+/** Calls need credentials: JWT_SECRET or API_KEYS is set. */
+function authRequired(config: Config): boolean {
+  return config.JWT_SECRET !== undefined || config.API_KEYS.length > 0;
 }
 
 function noop(): void {}

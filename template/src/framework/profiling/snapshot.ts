@@ -5,7 +5,10 @@ import { inspector } from "./inspector.js";
 export function heapSnapshot(): Readable {
   const session = inspector();
   const out = new PassThrough();
-  const onChunk = (message: { params: { chunk: string } }) => out.write(message.params.chunk);
+  // A client that left has destroyed `out`: the rest of the snapshot is dropped, not buffered.
+  const onChunk = (message: { params: { chunk: string } }) => {
+    if (!out.destroyed) out.write(message.params.chunk);
+  };
   session.on("HeapProfiler.addHeapSnapshotChunk", onChunk);
   session
     .post("HeapProfiler.takeHeapSnapshot", { reportProgress: false })
