@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { type Message, toJson, toJsonString } from "@bufbuild/protobuf";
+import { type Message, toJson } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
 import { LazyAbortController } from "../call/lazy-abort.js";
@@ -7,6 +7,7 @@ import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { httpError, sendHttpError } from "./errors.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
+import { jsonWriter } from "./json-writer.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
 import {
   type HeaderPolicy,
@@ -55,10 +56,10 @@ function onResponseClose(this: GatewayResponse): void {
 /** Serialises a response message, or just its `response_body` field, as canonical proto3 JSON. */
 function responseJson(route: GatewayRoute, message: Message): string {
   const field = route.responseBodyField;
-  if (!field) return toJsonString(route.method.info.desc.output, message, JSON_WRITE);
+  if (!field) return jsonWriter(route.method.info.desc.output)(message);
   if (field.fieldKind === "message") {
     const value = (message as unknown as Record<string, Message | undefined>)[field.localName];
-    return value ? toJsonString(field.message, value, JSON_WRITE) : "null";
+    return value ? jsonWriter(field.message)(value) : "null";
   }
   const json = toJson(route.method.info.desc.output, message, JSON_WRITE) as Record<string, unknown>;
   return JSON.stringify(json[field.jsonName] ?? null);
@@ -79,6 +80,10 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   const methods = new Set(METHODS);
   for (const route of routes) {
     router.add(route.httpMethod, route.template, route);
+    // The response's JSON writer, compiled now rather than by the first request.
+    const body = route.responseBodyField;
+    if (!body) jsonWriter(route.method.info.desc.output);
+    else if (body.fieldKind === "message") jsonWriter(body.message);
     // custom: {kind: "SEARCH"} and the like; routes.ts already checked Node can parse it.
     if (!methods.has(route.httpMethod)) {
       if (!app.supportedMethods.includes(route.httpMethod)) app.addHttpMethod(route.httpMethod, { hasBody: true });
