@@ -57,4 +57,34 @@ describe("Swagger UI in headless Chromium", () => {
       await browser.close();
     }
   });
+
+  test("on the admin port, Try it out calls the HTTP port (allowed by CORS as the admin port's own origin)", async () => {
+    const admin = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on("console", (m) => {
+        if (m.type() === "error") problems.push(m.text());
+      });
+      const apiCalls: string[] = [];
+      page.on("request", (r) => {
+        if (r.url().includes("/api/v1/echo/")) apiCalls.push(new URL(r.url()).origin);
+      });
+      await page.goto(`${admin.adminUrl}/swagger/`);
+      const get = page.locator("#operations-ExampleService-ExampleService_Echo2");
+      await get.locator(".opblock-summary-control").click({ timeout: 15_000 });
+      await get.locator(".try-out__btn").click();
+      await get.locator('input[placeholder="message"]').fill("across ports");
+      await get.locator(".execute").click();
+      const body = get.locator(".responses-wrapper .live-responses-table .response-col_description pre.microlight");
+      await body.first().waitFor({ timeout: 10_000 });
+      assert.match((await body.first().textContent()) ?? "", /across ports/);
+      assert.deepEqual([...new Set(apiCalls)], [admin.httpUrl], "the call went to the HTTP port");
+      assert.deepEqual(problems, [], "no console errors (no CORS failure)");
+    } finally {
+      await browser.close();
+      await admin.close();
+    }
+  });
 });

@@ -40,6 +40,8 @@ interface Asset {
 
 export interface SwaggerContext {
   config: Config;
+  /** The HTTP port once it listens (HTTP_PORT may be 0: a free port). */
+  httpPort?: () => number | undefined;
   services: readonly ServiceImpl[];
   routes: readonly GatewayRoute[];
 }
@@ -64,7 +66,7 @@ function escapeHtml(text: string): string {
  * (the OpenAPI document of the gateway routes) and `/swagger` → `/swagger/`. Nothing is read or built
  * until the first request, so start-up pays nothing.
  */
-export function registerSwagger(app: FastifyInstance, { config, services, routes }: SwaggerContext): void {
+export function registerSwagger(app: FastifyInstance, { config, services, routes, httpPort }: SwaggerContext): void {
   const descs = services.map((s) => s.desc);
   const stem = documentStem(descs);
   const docName = `${stem}.swagger.json`;
@@ -103,7 +105,7 @@ export function registerSwagger(app: FastifyInstance, { config, services, routes
     return a;
   };
   const documentFor = (req: FastifyRequest) => {
-    const host = apiHost(req, config);
+    const host = apiHost(req, config, httpPort?.() ?? config.HTTP_PORT);
     if (host) return asset(JSON.stringify({ ...document(), host }), "application/json");
     return (docAsset ??= asset(JSON.stringify(document()), "application/json"));
   };
@@ -147,10 +149,10 @@ const HOSTNAME = /^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])$/;
 /**
  * With ADMIN_PORT the document is served from the admin port, but the API is on the HTTP port:
  * the document then names that port (on the host the browser used), so "Try it out" and the curl
- * lines point at the API. Unknown when HTTP_PORT is 0 (tests), and never from a malformed Host.
+ * lines point at the API (CORS lets the admin port's origin call it). Never from a malformed Host.
  */
-function apiHost(req: FastifyRequest, config: Config): string | undefined {
-  if (config.ADMIN_PORT === undefined || config.HTTP_PORT === 0) return undefined;
+function apiHost(req: FastifyRequest, config: Config, httpPort: number): string | undefined {
+  if (config.ADMIN_PORT === undefined || httpPort === 0) return undefined;
   const hostname = req.hostname;
-  return HOSTNAME.test(hostname) ? `${hostname}:${config.HTTP_PORT}` : undefined;
+  return HOSTNAME.test(hostname) ? `${hostname}:${httpPort}` : undefined;
 }

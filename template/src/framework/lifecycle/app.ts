@@ -185,7 +185,8 @@ export class App {
     });
     preflight.push(protocolMethods, gatewayMethods);
     registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });
-    const ops = { config, services: this.#services, routes, metrics: this.metrics };
+    let listening: number | undefined;
+    const ops = { config, services: this.#services, routes, metrics: this.metrics, httpPort: () => listening };
     if (config.ADMIN_PORT !== undefined) registerOpsRoutes((this.#admin = await createHttpServer(config)), { ...ops, adminPort: true });
     else {
       const publicPaths = registerOpsRoutes(http, { ...ops, adminPort: false });
@@ -207,6 +208,7 @@ export class App {
           : grpcInvoker(target, { tls: tls?.gateway, maxReceiveLength: config.GRPC_MAX_SEND_MSG_SIZE });
       await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP", "HTTP_PORT");
       const httpPort = boundPort(http, config.HTTP_PORT);
+      listening = httpPort;
       let adminPort: number | undefined;
       if (this.#admin && config.ADMIN_PORT !== undefined) {
         await listenHttp(this.#admin, config.LISTEN_HOST, config.ADMIN_PORT, "admin", "ADMIN_PORT");
