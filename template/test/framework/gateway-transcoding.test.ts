@@ -243,6 +243,37 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         });
       });
 
+      test("PATCH without update_mask fills it from the fields of the JSON body, nested paths included", async () => {
+        const reply = await send("PATCH", "/v1/shelves/s1/books/b1", {
+          title: "New",
+          author: { name: "F. H." },
+          tags: ["a"],
+          labels: { k: "v" },
+          published: "2020-01-01T00:00:00Z",
+          unknownField: 1,
+        });
+        assert.equal(reply.status, 200);
+        assert.deepEqual(seen(), {
+          method: "UpdateBook",
+          request: {
+            book: {
+              name: "shelves/s1/books/b1",
+              title: "New",
+              tags: ["a"],
+              labels: { k: "v" },
+              author: { name: "F. H." },
+              published: "2020-01-01T00:00:00Z",
+            },
+            updateMask: "title,author.name,tags,labels,published",
+          },
+        });
+        // An empty nested object names the whole field; a mask the request sets is kept as it is.
+        await send("PATCH", "/v1/shelves/s1/books/b1", { author: {} });
+        assert.equal((seen().request as { updateMask: string }).updateMask, "author");
+        await send("PATCH", "/v1/shelves/s1/books/b1?updateMask=genre", { title: "T" });
+        assert.equal((seen().request as { updateMask: string }).updateMask, "genre");
+      });
+
       test('body: "title" takes a bare JSON string for a primitive field', async () => {
         const reply = await send("PUT", "/v1/shelves/s1/books/b1/title?notify=true", '"Children of Dune"');
         assertOk(
@@ -351,6 +382,19 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         assertInvalid(await send("POST", "/v1/shelves/s1/books", { title: 5 }), /Book\.title/);
         assertInvalid(await send("PUT", "/v1/shelves/s1/books/b1/title", "Dune"), /malformed JSON body/);
         assertInvalid(await send("POST", "/v1/query", { int64Value: "x1" }), /int64_value/);
+      });
+
+      test("text/plain is 415 too, even when it holds JSON: it is what a cross-site form may post without a preflight", async () => {
+        const reply = await send("POST", "/v1/shelves/s1/books", '{"title":"Dune"}', { "content-type": "text/plain" });
+        assert.equal(reply.status, 415);
+        assert.deepEqual(JSON.parse(reply.text), {
+          code: Code.INVALID_ARGUMENT,
+          message: 'unsupported content type "text/plain": send application/json',
+          details: [],
+        });
+        const untyped = await fetch(`${server.httpUrl}/v1/shelves/s1/books`, { method: "POST", body: new Uint8Array([123, 125]) });
+        assert.equal(untyped.status, 415);
+        assert.equal(((await untyped.json()) as { message: string }).message, "missing Content-Type: send application/json");
       });
 
       test("a body that is not JSON is 415 with a JSON error", async () => {

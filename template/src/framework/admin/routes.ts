@@ -14,6 +14,8 @@ export interface OpsContext {
   routes: readonly GatewayRoute[];
   /** Undefined when DISABLE_PROMETHEUS. */
   metrics: ServerMetrics | undefined;
+  /** The HTTP port once it listens (HTTP_PORT may be 0); Swagger UI on the admin port points there. */
+  httpPort?: () => number | undefined;
   /**
    * The routes go on the admin port (ADMIN_PORT set). Only there is the V8 heap snapshot served:
    * it holds every string in memory, secrets included.

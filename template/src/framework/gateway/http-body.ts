@@ -3,7 +3,7 @@ import { create, type DescField, type DescMessage, type Message, type MessageIni
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { type HttpBody, HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
 import { GrpcError } from "../call/status.js";
-import { TEXT_BODY_TYPES, utf8Text } from "../server/http-server.js";
+import { JSON_BODY_TYPES, utf8Text } from "../server/http-server.js";
 import type { GatewayRoute } from "./routes.js";
 
 /**
@@ -33,16 +33,15 @@ export class RawBody {
 }
 
 /**
- * Lets requests to HttpBody routes carry any content type (any other route keeps the 415): JSON and
- * text stay UTF-8 strings elsewhere, but reach an HttpBody route as their bytes, invalid UTF-8 and
- * all. Bodies stay within fastify's body limit. Parsers are per fastify instance, so this is only
+ * Lets requests to HttpBody routes carry any content type (any other route keeps the 415): JSON stays
+ * a UTF-8 string elsewhere, but reaches an HttpBody route as its bytes, invalid UTF-8 and all. Bodies stay within fastify's body limit. Parsers are per fastify instance, so this is only
  * registered when some route takes an HttpBody.
  */
 export function acceptRawBodies(app: FastifyInstance, isRawRoute: (req: FastifyRequest) => boolean): void {
   const raw = (req: FastifyRequest, body: Buffer) => new RawBody(body, req.headers["content-type"] ?? "");
-  // Replaces http-server.ts's text parser with the same one for every other route.
-  app.removeContentTypeParser(TEXT_BODY_TYPES);
-  app.addContentTypeParser(TEXT_BODY_TYPES, { parseAs: "buffer" }, (req, body: Buffer, done) => {
+  // Replaces http-server.ts's JSON parser with the same one for every other route.
+  app.removeContentTypeParser(JSON_BODY_TYPES);
+  app.addContentTypeParser(JSON_BODY_TYPES, { parseAs: "buffer" }, (req, body: Buffer, done) => {
     if (isRawRoute(req)) return done(null, raw(req, body));
     const text = utf8Text(body);
     if (text instanceof GrpcError) done(text);

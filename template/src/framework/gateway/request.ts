@@ -11,6 +11,7 @@ import {
   mergeFromJson,
   ScalarType,
 } from "@bufbuild/protobuf";
+import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { Code, GrpcError } from "../call/status.js";
 import { RawBody, rawRequestMessage } from "./http-body.js";
 import type { GatewayRoute } from "./routes.js";
@@ -34,7 +35,45 @@ export function decodeRequest(route: GatewayRoute, segments: string[], query: st
     if (json) merge(input, message, json, "query parameter");
   }
   if (route.pathFields.length > 0) merge(input, message, pathJson(route, segments), "path parameter");
+  if (route.patchMask && typeof body === "string") fillPatchMask(route, route.patchMask, message, body);
   return message;
+}
+
+/**
+ * PATCH without an update_mask: the mask lists the fields the JSON body sets, nested paths included
+ * (`{"title":…,"author":{"name":…}}` → `title,author.name`), in proto names, as grpc-gateway does. A
+ * message given as `{}` counts as a whole; well-known types, lists and maps are leaves.
+ */
+function fillPatchMask(route: GatewayRoute, maskField: DescField, message: Message, body: string): void {
+  const target = message as unknown as Record<string, unknown>;
+  if (target[maskField.localName] !== undefined || body.trim() === "") return;
+  const json = JSON.parse(body) as JsonValue; // already parsed once without error by decodeBody
+  const paths: string[] = [];
+  maskPaths(route.bodyField!.message!, json, "", paths);
+  target[maskField.localName] = create(FieldMaskSchema, { paths });
+}
+
+function maskPaths(desc: DescMessage, json: JsonValue, prefix: string, out: string[]): void {
+  if (json === null || typeof json !== "object" || Array.isArray(json)) return;
+  for (const key in json) {
+    const field = desc.fields.find((f) => f.jsonName === key || f.name === key);
+    if (!field) continue; // unknown fields are ignored, as by the decoder
+    const path = prefix + field.name;
+    const value = json[key]!;
+    const nested =
+      field.fieldKind === "message" &&
+      !field.message.typeName.startsWith("google.protobuf.") &&
+      value !== null &&
+      typeof value === "object" &&
+      !Array.isArray(value);
+    if (!nested) {
+      out.push(path);
+      continue;
+    }
+    const before = out.length;
+    maskPaths(field.message, value, `${path}.`, out);
+    if (out.length === before) out.push(path);
+  }
 }
 
 /** Merges JSON built from the URL; an error names the parameter that caused it. */

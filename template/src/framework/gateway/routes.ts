@@ -24,6 +24,11 @@ export interface GatewayRoute {
   readonly rawRequest: boolean;
   /** The response (or its `response_body` field) is a google.api.HttpBody: sent as raw bytes. */
   readonly rawResponse: boolean;
+  /**
+   * A PATCH whose body is a message field, on a request with a `google.protobuf.FieldMask update_mask`:
+   * that field, filled from the body's fields when the request leaves it unset (grpc-gateway's patch feature).
+   */
+  readonly patchMask: DescField | undefined;
 }
 
 export class RouteError extends Error {}
@@ -91,6 +96,11 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
   if (bodyField) boundPaths.add(bodyField.name);
   const rawRequest = bodyField ? isHttpBodyField(bodyField) : rule.body === "*" && isHttpBodyMessage(input);
   const rawResponse = responseBodyField ? isHttpBodyField(responseBodyField) : isHttpBodyMessage(method.info.desc.output);
+  const mask = input.fields.find((f) => f.name === "update_mask");
+  const patchMask =
+    httpMethod === "PATCH" && bodyField?.fieldKind === "message" && !rawRequest && mask?.message?.typeName === "google.protobuf.FieldMask"
+      ? mask
+      : undefined;
   return {
     method,
     httpMethod,
@@ -102,6 +112,7 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
     boundPaths,
     rawRequest,
     rawResponse,
+    patchMask,
   };
 }
 

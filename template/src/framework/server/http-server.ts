@@ -152,8 +152,12 @@ export function acceptUpgrades(app: FastifyInstance, handler: (req: IncomingMess
   });
 }
 
-/** The body types the HTTP server accepts (as UTF-8 text); any other is a 415. */
-export const TEXT_BODY_TYPES = ["application/json", "text/plain"];
+/**
+ * The body type the HTTP server accepts (decoded as UTF-8 JSON text); any other is a 415 INVALID_ARGUMENT,
+ * text/plain included: it is one of the types a cross-site form or fetch may send without a CORS
+ * preflight, so taking it as JSON would let any page post JSON to the API.
+ */
+export const JSON_BODY_TYPES = ["application/json"];
 
 /** A text body: JSON is UTF-8 (RFC 8259), so invalid bytes are a 400, not U+FFFD smuggled into a string field. */
 export function utf8Text(body: Buffer): string | GrpcError {
@@ -211,8 +215,8 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
       globalDecompression: false,
     });
   }
-  app.removeContentTypeParser(TEXT_BODY_TYPES);
-  app.addContentTypeParser(TEXT_BODY_TYPES, { parseAs: "buffer" }, (_req, body: Buffer, done) => {
+  app.removeContentTypeParser(["application/json", "text/plain"]); // fastify's defaults
+  app.addContentTypeParser(JSON_BODY_TYPES, { parseAs: "buffer" }, (_req, body: Buffer, done) => {
     const text = utf8Text(body);
     if (text instanceof GrpcError) done(text);
     else done(null, text);
@@ -220,7 +224,9 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof GrpcError) return sendHttpError(reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      const message = `unsupported content type "${req.headers["content-type"]}": send application/json`;
+      const type = req.headers["content-type"];
+      const message =
+        type === undefined ? "missing Content-Type: send application/json" : `unsupported content type "${type}": send application/json`;
       return reply
         .code(415)
         .type("application/json")
