@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import type { NodePlopAPI } from "node-plop";
 import {
   type HttpRule,
@@ -14,12 +15,14 @@ import {
   partNameProblem,
   partNames,
   type RpcKind,
+  type RpcNames,
   rpcNameProblem,
   rpcNames,
+  type ServiceNames,
   serviceNameProblem,
   serviceNames,
 } from "./names.js";
-import { buildProtos, findService, GeneratorError, insertRpc, messageNames } from "./proto-file.js";
+import { buildProtos, findService, forgetProtos, GeneratorError, insertRpc, messageNames } from "./proto-file.js";
 import { functionOf, prependCall, property, Source } from "./source-edit.js";
 
 const TEMPLATES = path.join(path.dirname(fileURLToPath(import.meta.url)), "templates");
@@ -48,10 +51,6 @@ const template = (repo: Repo, name: string, data: object) => repo.render(fs.read
 function importPath(from: string, to: string): string {
   const rel = path.posix.relative(path.posix.dirname(from), to.replace(/\.ts$/, ".js"));
   return rel.startsWith(".") ? rel : `./${rel}`;
-}
-
-function mustNotExist(repo: Repo, ...files: string[]): void {
-  for (const f of files) if (exists(repo, f)) throw new GeneratorError(`${f} exists already`);
 }
 
 // --- new-service ---
@@ -102,9 +101,32 @@ export function rpcServiceProblem(repo: Repo, service: string): string | undefin
   return undefined;
 }
 
+// The kinds src/framework serves handlers for; a stub of another kind would not type-check.
+const SERVED_KINDS = new Set<string>(["unary", "server-stream"]);
+
+/** An RPC, its messages or its test that exist already (asked early, so the prompt can say so). */
+export function rpcTakenProblem(repo: Repo, service: string, name: string): string | undefined {
+  if (rpcServiceProblem(repo, service)) return undefined; // reported by the service prompt
+  return takenProblem(repo, buildProtos(repo.root), serviceNames(service), rpcNames(name));
+}
+
+function takenProblem(repo: Repo, files: FileDescriptorProto[], svc: ServiceNames, rpc: RpcNames): string | undefined {
+  const testPath = rpcTestPath(svc, rpc);
+  if (exists(repo, testPath)) return `${testPath} exists already`;
+  const at = findService(files, svc.protoFile, svc.service);
+  if (at?.service.method.some((m) => m.name === rpc.name)) return `${svc.service} has an RPC ${rpc.name} already`;
+  const taken = messageNames(files, svc.protoPackage);
+  for (const m of [rpc.request, rpc.response]) if (taken.has(m)) return `package ${svc.protoPackage} has a message ${m} already`;
+  return undefined;
+}
+
+const rpcTestPath = (svc: ServiceNames, rpc: RpcNames) => `test/${svc.kebab}-${rpc.kebab}.test.ts`;
+
 export function kindProblem(kind: string): string | undefined {
   if (kind === "") return `KIND is required: ${KINDS.join(", ")}`;
-  return (KINDS as readonly string[]).includes(kind) ? undefined : `invalid KIND "${kind}": use ${KINDS.join(", ")}`;
+  if (!(KINDS as readonly string[]).includes(kind)) return `invalid KIND "${kind}": use ${KINDS.join(", ")}`;
+  if (!SERVED_KINDS.has(kind)) return `KIND=${kind} needs a framework that serves ${kind} handlers (src/framework/call/handlers.ts)`;
+  return undefined;
 }
 
 export function defaultHttp(service: string, name: string): string {
@@ -129,16 +151,12 @@ export function planRpc(repo: Repo, answers: RpcAnswers): Change[] {
   const rpc = rpcNames(answers.name);
   const kind = answers.kind as RpcKind;
   const http = parseHttp(answers.http || defaultHttp(answers.service, answers.name), kind) as HttpRule | undefined;
-  const testPath = `test/${svc.kebab}-${rpc.kebab}.test.ts`;
-  mustNotExist(repo, testPath);
-
+  const testPath = rpcTestPath(svc, rpc);
   const files = buildProtos(repo.root);
   const at = findService(files, svc.protoFile, svc.service);
   if (!at) throw new GeneratorError(`${svc.protoPath} has no service ${svc.service}`);
-  if (at.service.method.some((m) => m.name === rpc.name)) throw new GeneratorError(`${svc.service} has an RPC ${rpc.name} already`);
-  const taken = messageNames(files, svc.protoPackage);
-  for (const m of [rpc.request, rpc.response])
-    if (taken.has(m)) throw new GeneratorError(`package ${svc.protoPackage} has a message ${m} already`);
+  const taken = takenProblem(repo, files, svc, rpc);
+  if (taken) throw new GeneratorError(taken);
 
   const source = new Source(svc.sourcePath, read(repo, svc.sourcePath));
   const handlers = property(source.serviceOptions(), "handlers");
@@ -272,6 +290,7 @@ export function planPart(repo: Repo, answers: PartAnswers, kind: "interceptor" |
 export function apply(root: string, changes: Change[], options: { generate: boolean }): string {
   // A second check right before writing: nothing is written if any file to create has appeared meanwhile.
   for (const c of changes) if (c.create && fs.existsSync(path.join(root, c.path))) throw new GeneratorError(`${c.path} exists already`);
+  forgetProtos();
   for (const c of changes) {
     fs.mkdirSync(path.dirname(path.join(root, c.path)), { recursive: true });
     fs.writeFileSync(path.join(root, c.path), c.text, c.create ? { flag: "wx" } : {});
@@ -348,7 +367,12 @@ export default function generators(plop: NodePlopAPI): void {
     description: "an RPC of any kind in a service: request/response messages, a handler stub, a test",
     prompts: [
       { type: "input", name: "service", message: "Service (kebab case):", validate: (v: string) => check(rpcServiceProblem(repo, v)) },
-      { type: "input", name: "name", message: "RPC name (PascalCase, e.g. Refund):", validate: (v: string) => check(rpcNameProblem(v)) },
+      {
+        type: "input",
+        name: "name",
+        message: "RPC name (PascalCase, e.g. Refund):",
+        validate: (v: string, a?: RpcAnswers) => check(rpcNameProblem(v) ?? rpcTakenProblem(repo, a?.service ?? "", v)),
+      },
       kindPrompt,
       {
         type: "input",

@@ -7,8 +7,21 @@ import { type FileDescriptorProto, FileDescriptorSetSchema, type ServiceDescript
 
 export class GeneratorError extends Error {}
 
+// One build per run: the prompts' checks and the plan read the same protos (apply() forgets them).
+const built = new Map<string, FileDescriptorProto[]>();
+
+export function forgetProtos(): void {
+  built.clear();
+}
+
 /** Every file of the `proto/` module (imports included), compiled by buf. */
 export function buildProtos(root: string): FileDescriptorProto[] {
+  let files = built.get(root);
+  if (!files) built.set(root, (files = compileProtos(root)));
+  return files;
+}
+
+function compileProtos(root: string): FileDescriptorProto[] {
   let bytes: Buffer;
   try {
     bytes = execFileSync(path.join(root, "node_modules/.bin/buf"), ["build", "proto", "-o", "-"], {

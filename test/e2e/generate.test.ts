@@ -4,11 +4,12 @@
 //
 // E2E_KEEP=1 keeps the temp directory for inspection.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { assertOk, MINUTE, type Result, ROOT as root, run } from "./support.js";
+import { assertOk, childEnv, MINUTE, type Result, ROOT as root, run } from "./support.js";
 
 // Third-party protos (and the code generated from them) are copied verbatim; their comments say
 // "for example" and even `example.v1`, which is theirs, not the service's.
@@ -146,6 +147,89 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assertOk(status, "git status");
     assert.equal(status.output.trim(), "");
   });
+
+  // The repo's own generators (plop), run as a user would: through the Makefile, without a TTY.
+  test("every generator refuses bad input with a one-line error, a non-zero exit and nothing written", { timeout: 5 * MINUTE }, async () => {
+    for (const [args, message] of BAD_GENERATOR_INPUT) {
+      const r = await run("make", ["-s", ...args], dir, MINUTE);
+      assert.notEqual(r.code, 0, `make ${args.join(" ")} fails`);
+      const lines = r.output.split("\n").filter((l) => l.includes(message));
+      assert.equal(lines.length, 1, `make ${args.join(" ")} says "${message}" once:\n${r.output}`);
+      const status = await run("git", ["status", "--porcelain"], dir, MINUTE);
+      assert.equal(status.output.trim(), "", `make ${args.join(" ")} wrote nothing`);
+    }
+  });
+
+  test("every generator runs non-interactively: a service, an RPC of each kind, an interceptor, a worker", { timeout: 5 * MINUTE }, async (t) => {
+    for (const args of GENERATORS) {
+      const r = await run("make", ["-s", ...args], dir, 2 * MINUTE);
+      assertOk(r, `make ${args.join(" ")}`);
+      t.diagnostic(`make ${args[0]} took ${r.ms} ms`);
+    }
+    const main = fs.readFileSync(path.join(dir, "src/main.ts"), "utf8");
+    assert.match(main, /await run\(\[demoService, billingService\]\)/);
+    const demo = fs.readFileSync(path.join(dir, "src/service/demo-service.ts"), "utf8");
+    assert.match(demo, /app\.prepend\(auditInterceptor\)/);
+    assert.match(demo, /reindexWorker\]/);
+  });
+
+  test("make lint and make test pass after the generators", { timeout: 15 * MINUTE }, async (t) => {
+    const lint = await run("make", ["lint"], dir, 5 * MINUTE);
+    assertOk(lint, "make lint after the generators");
+    const r = await run("make", ["test"], dir, 15 * MINUTE);
+    assertOk(r, "make test after the generators");
+    for (const name of [
+      "Ping answers with the message over gRPC and REST",
+      "Refund answers UNIMPLEMENTED until its handler is written",
+      "WatchInvoices answers UNIMPLEMENTED until its handler is written",
+      "audit runs first, before the framework's interceptors",
+      "reindex is started with the service",
+    ]) {
+      assert.ok(r.output.includes(`✔ ${name}`), `make test ran "${name}"`);
+    }
+    t.diagnostic(`make lint ${lint.ms} ms, make test ${r.ms} ms`);
+  });
+
+  test("the started service answers each new method over gRPC (buf curl, by reflection) and REST, and documents them in Swagger", { timeout: 5 * MINUTE }, async () => {
+    const server = await startService(dir);
+    try {
+      const grpc = (method: string, body: string) =>
+        run(path.join(dir, "node_modules/.bin/buf"), ["curl", "--protocol", "grpc", "--http2-prior-knowledge", `http://127.0.0.1:${server.grpcPort}/billing.v1.BillingService/${method}`, "-d", body], dir, MINUTE);
+      const ping = await grpc("Ping", '{"message":"hi"}');
+      assertOk(ping, "buf curl Ping");
+      assert.deepEqual(JSON.parse(ping.output), { message: "hi" });
+      const pingRest = await fetch(`${server.httpUrl}/api/v1/billing/ping/hi`);
+      assert.deepEqual([pingRest.status, await pingRest.json()], [200, { message: "hi" }]);
+
+      for (const [method, body, rest] of [
+        ["Refund", "{}", { path: "/api/v1/billing/refund", method: "POST", body: "{}" }],
+        ["WatchInvoices", '{"accountId":"a1"}', { path: "/api/v1/billing/invoices/a1/watch", method: "GET" }],
+      ] as const) {
+        const stub = await grpc(method, body);
+        assert.notEqual(stub.code, 0, `${method} over gRPC fails`);
+        assert.match(stub.output, /unimplemented/, `${method}: ${stub.output}`);
+        assert.match(stub.output, new RegExp(`${method} is not implemented yet`));
+        const res = await fetch(`${server.httpUrl}${rest.path}`, {
+          method: rest.method,
+          ...("body" in rest ? { body: rest.body, headers: { "content-type": "application/json" } } : {}),
+        });
+        assert.equal(res.status, 501, `${rest.method} ${rest.path}`);
+        assert.deepEqual(await res.json(), { code: 12, message: `${method} is not implemented yet`, details: [] });
+      }
+
+      // The interceptor runs first and passes calls on: the service's own RPC still answers.
+      const echo = await run(path.join(dir, "node_modules/.bin/buf"), ["curl", "--protocol", "grpc", "--http2-prior-knowledge", `http://127.0.0.1:${server.grpcPort}/demo.v1.DemoService/Echo`, "-d", '{"message":"still"}'], dir, MINUTE);
+      assertOk(echo, "buf curl Echo");
+      assert.equal(JSON.parse(echo.output).message, "still");
+
+      const swagger = await (await fetch(`${server.httpUrl}/swagger/demo.swagger.json`)).json() as { paths: Record<string, unknown> };
+      for (const p of ["/api/v1/billing/ping/{message}", "/api/v1/billing/refund", "/api/v1/billing/invoices/{account_id}/watch", "/api/v1/echo"]) {
+        assert.ok(p in swagger.paths, `Swagger documents ${p}: ${Object.keys(swagger.paths).join(", ")}`);
+      }
+    } finally {
+      await server.stop();
+    }
+  });
 });
 
 describe("scaffolding speed", () => {
@@ -209,3 +293,68 @@ describe("pay-service --auth both --admin-port 9095 --unix-socket --no-sse", () 
     t.diagnostic(`make test took ${r.ms} ms`);
   });
 });
+
+// Run in this order in demo-svc (each RPC kind once).
+const GENERATORS: string[][] = [
+  ["new-service", "NAME=billing"],
+  ["new-rpc", "SERVICE=billing", "NAME=Refund", "KIND=unary"],
+  ["new-rpc", "SERVICE=billing", "NAME=WatchInvoices", "KIND=server-stream", "HTTP=get:/api/v1/billing/invoices/{account_id}/watch"],
+  ["new-interceptor", "NAME=audit"],
+  ["new-worker", "NAME=reindex"],
+];
+
+// Tried on the clean tree: each must fail before writing anything.
+const BAD_GENERATOR_INPUT: [string[], string][] = [
+  [["new-service", "NAME=Billing"], 'invalid NAME "Billing"'],
+  [["new-service"], "NAME is required"],
+  [["new-service", "NAME=demo"], "service demo exists already"],
+  [["new-rpc", "SERVICE=nope", "NAME=Refund", "KIND=unary"], "no service nope"],
+  [["new-rpc", "SERVICE=demo", "NAME=refund", "KIND=unary"], 'invalid NAME "refund"'],
+  [["new-rpc", "SERVICE=demo", "NAME=Echo", "KIND=unary"], "DemoService has an RPC Echo already"],
+  [["new-rpc", "SERVICE=demo", "NAME=Refund", "KIND=sideways"], 'invalid KIND "sideways"'],
+  [["new-rpc", "SERVICE=demo", "NAME=Refund", "KIND=unary", "HTTP=fetch:/x"], 'invalid HTTP "fetch:/x"'],
+  [["new-interceptor", "NAME=Audit_Log"], 'invalid NAME "Audit_Log"'],
+  [["new-interceptor", "NAME=audit", "SERVICE=nope"], "no service nope"],
+  [["new-worker", "NAME=re--index"], 'invalid NAME "re--index"'],
+];
+
+/** A free loopback TCP port (closed again before it is used: good enough for a test machine). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts the generated service from source and resolves once it logs "ready". */
+async function startService(cwd: string): Promise<{ grpcPort: number; httpUrl: string; stop(): Promise<void> }> {
+  const grpcPort = await freePort();
+  const httpPort = await freePort();
+  const env = { ...childEnv(), LISTEN_HOST: "127.0.0.1", GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), LOG_FORMAT: "json", GRPC_GRACEFUL_DURATION_IN_SECONDS: "0" };
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      output += d;
+      if (/"msg":"ready"/.test(output)) resolve();
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("exit", (code: number | null) => reject(new Error(`the service exited (${code}) before it was ready:\n${output}`)));
+  });
+  return {
+    grpcPort,
+    httpUrl: `http://127.0.0.1:${httpPort}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
