@@ -470,9 +470,25 @@ export function wrkArgs(port: number, urlPath: string, seconds: number): string[
   ];
 }
 
-export async function wrk(s: Server, urlPath: string, seconds: number): Promise<Run> {
+/** What wrk posts: the JSON echo body by default, or a file's bytes with their content type (gRPC-Web). */
+export interface WrkBody {
+  file: string;
+  contentType: string;
+  /** One more header, `name: value`. */
+  header?: string;
+}
+
+export async function wrk(s: Server, urlPath: string, seconds: number, body?: WrkBody): Promise<Run> {
   const cpu = cpuTime(s.child.pid);
-  const out = await run("wrk", wrkArgs(s.port, urlPath, seconds), { ...process.env, BENCH_BODY: HTTP_BODY });
+  const env = body
+    ? {
+        ...process.env,
+        BENCH_BODY_FILE: body.file,
+        BENCH_CONTENT_TYPE: body.contentType,
+        ...(body.header ? { BENCH_HEADER: body.header } : {}),
+      }
+    : { ...process.env, BENCH_BODY: HTTP_BODY };
+  const out = await run("wrk", wrkArgs(s.port, urlPath, seconds), env);
   const cpuUsed = cpuTime(s.child.pid) - cpu;
   const line = out.split("\n").find((l) => l.startsWith("BENCH "));
   if (!line) throw new Error(`wrk output not understood:\n${out}`);

@@ -1,7 +1,21 @@
--- wrk: POST the JSON body in BENCH_BODY; at the end print one machine-readable line for bench/run.ts.
+-- wrk: POST the body in BENCH_BODY (JSON), or the bytes of the file BENCH_BODY_FILE with the content type
+-- BENCH_CONTENT_TYPE (gRPC-Web frames hold NUL bytes, which an environment variable cannot); BENCH_HEADER
+-- adds one "name: value" header. At the end print one machine-readable line for bench/run.ts.
 wrk.method = "POST"
-wrk.body = os.getenv("BENCH_BODY")
-wrk.headers["Content-Type"] = "application/json"
+local file = os.getenv("BENCH_BODY_FILE")
+if file then
+  local f = assert(io.open(file, "rb"))
+  wrk.body = f:read("*a")
+  f:close()
+else
+  wrk.body = os.getenv("BENCH_BODY")
+end
+wrk.headers["Content-Type"] = os.getenv("BENCH_CONTENT_TYPE") or "application/json"
+local extra = os.getenv("BENCH_HEADER")
+if extra then
+  local name, value = extra:match("^([^:]+):%s*(.*)$")
+  wrk.headers[name] = value
+end
 
 function done(summary, latency, requests)
   local e = summary.errors

@@ -7,11 +7,13 @@
 // median of the rounds. Every process started here is killed and reaped at the end, on Ctrl-C too.
 //
 // Tunables (environment): BENCH_SECONDS (per run, 6), BENCH_RUNS (3), BENCH_WARMUP (seconds, 3),
-// BENCH_SSE_CLIENTS (1000), BENCH_SSE_SECONDS (10), BENCH_ONLY (some of grpc,http,sse,startup),
+// BENCH_SSE_CLIENTS (1000, also the WebSocket streams), BENCH_SSE_SECONDS (10, also WebSocket),
+// BENCH_ONLY (some of grpc,http,browser,sse,ws,startup),
 // BENCH_JSON (write the results there as JSON).
 
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { WS_PROTOCOL } from "../src/framework/browser/websocket.js";
 import {
   checkGrpc,
   checkHttp,
@@ -50,6 +52,7 @@ import {
   wrk,
   wrkArgs,
 } from "./lib.js";
+import { Service } from "./proto.js";
 
 // ---------------------------------------------------------------------------------------------------
 // The table.
@@ -225,6 +228,83 @@ async function sseGroup(): Promise<void> {
   await stop(ours.child);
 }
 
+/** One gRPC-Web call answered OK: a message frame, then the trailer frame with grpc-status 0. */
+async function checkGrpcWeb(s: Server): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${s.port}${ECHO_PATH}`, {
+    method: "POST",
+    headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
+    body: readFileSync(GRPC_BODY),
+  });
+  const body = Buffer.from(await res.arrayBuffer());
+  const trailer = body.subarray(5 + body.readUInt32BE(1));
+  if (res.status !== 200 || trailer[0] !== 0x80 || !/grpc-status: ?0/.test(trailer.subarray(5).toString()))
+    throw new Error(`${s.name}: gRPC-Web Echo failed: HTTP ${res.status} ${body.toString("latin1")}`);
+}
+
+/** The browser protocols on the HTTP port against @connectrpc/connect-node serving the same ones. */
+async function browserGroup(): Promise<void> {
+  const service = await startService("ours: gRPC-Web and Connect on the HTTP port");
+  const ours = { ...service, port: (service as Server & { httpPort: number }).httpPort };
+  const peer = await startBench("@connectrpc/connect-node over HTTP/1.1", "connect.ts", "json");
+  for (const s of [ours, peer]) {
+    await checkHttp(s, ECHO_PATH);
+    await checkGrpcWeb(s);
+  }
+  const grpcWeb = { file: GRPC_BODY, contentType: "application/grpc-web+proto", header: "X-Grpc-Web: 1" };
+  const connect = await measure([ours, peer], (s, seconds) => wrk(s, ECHO_PATH, seconds));
+  const web = await measure([ours, peer], (s, seconds) => wrk(s, ECHO_PATH, seconds, grpcWeb));
+  section(`Connect JSON unary POST ${ECHO_PATH} (application/json) — wrk ${wrkArgs(0, "", 0).slice(0, 4).join(" ")}`);
+  measuredRow("@connectrpc/connect-node, Connect JSON (peer)", connect.get(peer)!);
+  measuredRow("ours, Connect JSON through the full chain ÷ connect-node", connect.get(ours)!, { m: connect.get(peer)!, target: 1.0 });
+  section(`gRPC-Web unary POST ${ECHO_PATH} (application/grpc-web+proto, ${fileSize(GRPC_BODY)}-byte frame) — same wrk settings`);
+  measuredRow("@connectrpc/connect-node, gRPC-Web (peer)", web.get(peer)!);
+  measuredRow("ours, gRPC-Web through the full chain ÷ connect-node", web.get(ours)!, { m: web.get(peer)!, target: 1.0 });
+  await Promise.all([service, peer].map((s) => stop(s.child)));
+}
+
+/** WebSocket streams: SSE_CLIENTS sockets, each one Countdown call sending a message every 100 ms. */
+async function wsGroup(): Promise<void> {
+  const ours = await startService("ours: default configuration (WebSocket)");
+  const method = `/${Service.typeName}/${Service.method.countdown.name}`;
+  const request = JSON.stringify({ from: 1000, intervalMs: SSE_INTERVAL_MS });
+  progress(`WebSocket: ${SSE_CLIENTS} streams on ${method} for ${SSE_SECONDS} s`);
+  const cpu = cpuTime(ours.child.pid);
+  const wall = performance.now();
+  const out = await run(process.execPath, [
+    "--import",
+    "tsx",
+    path.join(ROOT, "bench", "ws-client.ts"),
+    `ws://127.0.0.1:${ours.httpPort}${method}`,
+    WS_PROTOCOL,
+    request,
+    String(SSE_CLIENTS),
+    String(SSE_SECONDS),
+  ]);
+  const r = JSON.parse(out.trim().split("\n").at(-1)!) as {
+    connected: number;
+    connectMs: number;
+    perSecond: number;
+    errors: number;
+    errorKinds: Record<string, number>;
+  };
+  const cpuShare = (cpuTime(ours.child.pid) - cpu) / ((performance.now() - wall) * 1000);
+  const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
+  section(`WebSocket — ${SSE_CLIENTS} concurrent streams (one socket each) of ${method} ${request}, ${SSE_SECONDS} s`);
+  rows.push({
+    name: `  messages/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
+    rps: fmtRps(r.perSecond),
+    p50: "",
+    p99: "",
+    cpu: `${Math.round(cpuShare * 100)}% busy`,
+    errors: String(r.errors),
+    ratio: `${(r.perSecond / ideal).toFixed(2)}×`,
+    target: "0 errors",
+    result: r.errors === 0 && r.connected === SSE_CLIENTS ? "PASS" : "FAIL",
+  });
+  if (r.errors) notes.push(`WebSocket errors: ${JSON.stringify(r.errorKinds)}`);
+  await stop(ours.child);
+}
+
 async function startupGroup(): Promise<void> {
   const times: number[] = [];
   const rss: number[] = [];
@@ -283,10 +363,12 @@ async function main(): Promise<void> {
   const header = machine(pin());
   process.stderr.write(`${header.join("\n")}\n\n`);
   const started = performance.now();
-  const only = new Set((process.env.BENCH_ONLY ?? "grpc,http,sse,startup").split(","));
+  const only = new Set((process.env.BENCH_ONLY ?? "grpc,http,browser,sse,ws,startup").split(","));
   if (only.has("grpc")) await grpcGroup();
   if (only.has("http")) await httpGroup();
+  if (only.has("browser")) await browserGroup();
   if (only.has("sse")) await sseGroup();
+  if (only.has("ws")) await wsGroup();
   if (only.has("startup")) await startupGroup();
   notes.push(
     "Servers log as a user runs them: the service with its defaults (LOG_LEVEL=info, JSON, one response-time line per call), written to a file; the references do not log.",
