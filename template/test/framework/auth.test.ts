@@ -2,15 +2,18 @@
 // both, the routes that skip auth, the per-service override, the rate limiter and what reaches the logs.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { once } from "node:events";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { promisify } from "node:util";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { generateKeyPair, type JWTPayload, SignJWT, UnsecuredJWT } from "jose";
 import { Code, claimsOf, defineService, requireClaims } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { EchoRequestSchema, ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { exampleService } from "../../src/service/example-service.js";
 
@@ -153,6 +156,116 @@ describe("JWT without JWT_ISSUER and JWT_AUDIENCE", () => {
       await assertRejected(server, bearer(await token({ claims: { exp: now() - 3600 } })), "expired");
       await assertRejected(server, bearer(await token({ alg: "HS512" })), "HS512");
       await assertRejected(server, { "x-api-key": KEY_1 }, "an API key when only JWT is on");
+    });
+  });
+});
+
+describe("tokens without exp and repeated credentials", () => {
+  test("a token without exp is UNAUTHENTICATED, and accepted with JWT_REQUIRE_EXP=false", async () => {
+    await withServer(JWT_ENV, async (server) => {
+      await assertRejected(server, bearer(await token({ claims: { exp: undefined } })), "no exp");
+      await assertRejected(server, bearer(await token({ claims: { exp: undefined, iat: undefined } })), "no exp, no iat");
+      await assertAccepted(server, bearer(await token()), "with exp");
+      assert.ok(server.logs.some((l) => l.level === "warn" && l.tokenError === "ERR_JWT_CLAIM_VALIDATION_FAILED" && l.claim === "exp"));
+    });
+    await withServer({ ...JWT_ENV, JWT_REQUIRE_EXP: "false" }, async (server) => {
+      await assertAccepted(server, bearer(await token({ claims: { exp: undefined } })), "no exp, JWT_REQUIRE_EXP=false");
+      await assertRejected(server, bearer(await token({ claims: { exp: now() - 3600 } })), "an exp that has passed still counts");
+    });
+  });
+
+  /** One HTTP/1.1 request written byte for byte (fetch and node:http merge or refuse repeated headers); its status line and body. */
+  async function rawHttp(server: TestServer, headerLines: string[]): Promise<{ status: number; body: string }> {
+    const { hostname, port } = new URL(server.httpUrl);
+    const socket = net.connect(Number(port), hostname);
+    let text = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+    const closed = once(socket, "close");
+    const body = JSON.stringify({ message: "hi" });
+    // Written, not ended: Connection: close has the server close once it answered (a half-close may cut it short).
+    socket.write(
+      [
+        "POST /api/v1/echo HTTP/1.1",
+        "Host: test",
+        "Content-Type: application/json",
+        `Content-Length: ${body.length}`,
+        "Connection: close",
+        ...headerLines,
+        "",
+        body,
+      ].join("\r\n"),
+    );
+    await closed;
+    assert.match(text, /^HTTP\/1\.1 \d{3} /, `a response: ${JSON.stringify(text.slice(0, 300))}`);
+    return { status: Number(text.slice(9, 12)), body: text.slice(text.indexOf("\r\n\r\n") + 4) };
+  }
+
+  for (const mode of ["tcp", "in-process"]) {
+    test(`two Authorization headers are a 401 over HTTP, in any letter case, even two copies of a valid token (gateway ${mode})`, async () => {
+      await withServer({ ...JWT_ENV, ...KEYS_ENV, GATEWAY_MODE: mode }, async (server) => {
+        const valid = `Bearer ${await token()}`;
+        assert.equal((await rawHttp(server, [`Authorization: ${valid}`])).status, 200, "one valid header");
+        const cases: [string, string[]][] = [
+          ["valid, then garbage", [`Authorization: ${valid}`, "Authorization: Bearer garbage"]],
+          ["garbage, then valid", ["Authorization: Bearer garbage", `Authorization: ${valid}`]],
+          ["the same valid token twice", [`Authorization: ${valid}`, `Authorization: ${valid}`]],
+          ["differing in case", [`Authorization: ${valid}`, `AUTHORIZATION: ${valid}`]],
+          ["valid, then empty", [`Authorization: ${valid}`, "authorization: "]],
+          ["twice, even with a valid API key", [`Authorization: ${valid}`, `authorization: ${valid}`, `x-api-key: ${KEY_1}`]],
+          ["one API key twice, even with a valid token", [`x-api-key: ${KEY_1}`, `x-api-key: ${KEY_1}`, `Authorization: ${valid}`]],
+          ["one API key twice", [`x-api-key: ${KEY_1}`, `X-Api-Key: ${KEY_1}`]],
+        ];
+        for (const [what, lines] of cases) {
+          const { status, body } = await rawHttp(server, lines);
+          assert.equal(status, 401, what);
+          assert.deepEqual(JSON.parse(body), { code: Code.UNAUTHENTICATED, message: "unauthenticated", details: [] }, what);
+        }
+      });
+    });
+  }
+
+  test("two authorization headers over gRPC (HTTP/2) are UNAUTHENTICATED, even two copies of a valid token", async () => {
+    await withServer({ ...JWT_ENV, ...KEYS_ENV }, async (server) => {
+      const payload = toBinary(EchoRequestSchema, create(EchoRequestSchema, { message: "hi" }));
+      const frame = Buffer.alloc(5 + payload.length);
+      frame.writeUInt32BE(payload.length, 1);
+      frame.set(payload, 5);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "auth-test-"));
+      const body = path.join(dir, "echo.bin");
+      fs.writeFileSync(body, frame);
+      // curl sends repeated headers as they are (grpc-js and node:http2 refuse to); -D - prints headers and trailers.
+      const status = async (headers: string[]) => {
+        const args = [
+          "-sS",
+          "--http2-prior-knowledge",
+          "-D",
+          "-",
+          "-o",
+          "/dev/null",
+          "-H",
+          "content-type: application/grpc",
+          "-H",
+          "te: trailers",
+        ];
+        for (const h of headers) args.push("-H", h);
+        const { stdout } = await run("curl", [
+          ...args,
+          "--data-binary",
+          `@${body}`,
+          `http://${server.grpcAddress}/example.v1.ExampleService/Echo`,
+        ]);
+        return Number(/^grpc-status: (\d+)/m.exec(stdout)?.[1]);
+      };
+      try {
+        const valid = `authorization: Bearer ${await token()}`;
+        assert.equal(await status([valid]), Code.OK, "one valid header");
+        assert.equal(await status([valid, valid]), Code.UNAUTHENTICATED, "the same valid token twice");
+        assert.equal(await status([valid, "authorization: Bearer garbage"]), Code.UNAUTHENTICATED, "valid, then garbage");
+        assert.equal(await status(["authorization: Bearer garbage", valid]), Code.UNAUTHENTICATED, "garbage, then valid");
+        assert.equal(await status([`x-api-key: ${KEY_1}`, `x-api-key: ${KEY_1}`]), Code.UNAUTHENTICATED, "one API key twice");
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 });

@@ -30,11 +30,21 @@ export function unauthenticated(): GrpcError {
 }
 
 const API_KEY_HEADER = "x-api-key";
-const BEARER = /^bearer +(\S+) *$/i;
+/** A bearer token is RFC 6750's b64token: any other character (a comma of two joined headers…) makes it no token. */
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-/** Strings only; a value sent twice is not one credential. */
-function values(md: Metadata, key: string): string[] {
-  return md.get(key).filter((v): v is string => typeof v === "string");
+/** A credential sent twice: two metadata values, or repeated headers the transport joined with ", ". */
+const REPEATED = Symbol("repeated");
+
+/**
+ * The one credential under `key`, undefined when absent, REPEATED when there is more than one. Neither a token
+ * nor an API key contains a comma, so one in the value means headers were joined (or it is no credential).
+ */
+function credential(md: Metadata, key: string): string | undefined | typeof REPEATED {
+  const all = md.get(key);
+  if (all.length === 0) return undefined;
+  const value = all[0];
+  return all.length === 1 && typeof value === "string" && !value.includes(",") ? value : REPEATED;
 }
 
 /** The ERR_* code and claim name of a jose error: they name the failed check and never contain the token. */
@@ -55,31 +65,22 @@ export function authenticator(config: Config): Authenticate | undefined {
   const keyMatches = config.API_KEYS.length > 0 ? apiKeyCheck(config.API_KEYS) : undefined;
   if (!verifyToken && !keyMatches) return undefined;
   return async (ctx) => {
-    let presented = false;
+    const auth = verifyToken ? credential(ctx.metadata, "authorization") : undefined;
+    const key = keyMatches ? credential(ctx.metadata, API_KEY_HEADER) : undefined;
+    // Two of a kind are refused whatever else the call carries: a proxy in front may have checked the other one.
+    if (auth === REPEATED || key === REPEATED) throw new Rejection("repeated credentials");
     let fields: Record<string, unknown> = {};
-    if (verifyToken) {
-      const auth = values(ctx.metadata, "authorization");
-      if (auth.length > 0) {
-        presented = true;
-        const token = auth.length === 1 ? BEARER.exec(auth[0] as string)?.[1] : undefined;
-        if (token !== undefined) {
-          try {
-            ctx.claims = Object.freeze(await verifyToken(token));
-            return;
-          } catch (err) {
-            fields = tokenErrorFields(err);
-          }
-        }
+    const token = auth === undefined ? undefined : BEARER.exec(auth)?.[1];
+    if (token !== undefined) {
+      try {
+        ctx.claims = Object.freeze(await verifyToken!(token));
+        return;
+      } catch (err) {
+        fields = tokenErrorFields(err);
       }
     }
-    if (keyMatches) {
-      const keys = values(ctx.metadata, API_KEY_HEADER);
-      if (keys.length > 0) {
-        presented = true;
-        if (keys.length === 1 && keyMatches(keys[0] as string)) return;
-      }
-    }
-    throw new Rejection(presented ? "invalid credentials" : "missing credentials", fields);
+    if (key !== undefined && keyMatches!(key)) return;
+    throw new Rejection(auth === undefined && key === undefined ? "missing credentials" : "invalid credentials", fields);
   };
 }
 

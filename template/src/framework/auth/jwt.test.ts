@@ -12,11 +12,20 @@ describe("token verification", () => {
     assert.equal(tokenVerifier(loadConfig({})), undefined);
   });
 
-  test("checks iss and aud only when set, with the configured leeway, HS256 only", () => {
-    assert.deepEqual(verifyOptions(loadConfig({ JWT_SECRET: SECRET })), { algorithms: ["HS256"], clockTolerance: 30 });
+  test("checks iss and aud only when set, with the configured leeway, HS256 only, exp required unless JWT_REQUIRE_EXP=false", () => {
+    assert.deepEqual(verifyOptions(loadConfig({ JWT_SECRET: SECRET })), {
+      algorithms: ["HS256"],
+      clockTolerance: 30,
+      requiredClaims: ["exp"],
+    });
+    assert.deepEqual(verifyOptions(loadConfig({ JWT_SECRET: SECRET, JWT_REQUIRE_EXP: "false" })), {
+      algorithms: ["HS256"],
+      clockTolerance: 30,
+    });
     assert.deepEqual(verifyOptions(loadConfig({ JWT_SECRET: SECRET, JWT_ISSUER: "i", JWT_AUDIENCE: "a", JWT_CLOCK_SKEW_SECONDS: "5" })), {
       algorithms: ["HS256"],
       clockTolerance: 5,
+      requiredClaims: ["exp"],
       issuer: "i",
       audience: "a",
     });

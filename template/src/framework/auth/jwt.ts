@@ -11,8 +11,8 @@ export type TokenVerifier = (token: string) => Promise<Claims>;
  * THE token validation function: the one place to change to accept other tokens. It runs once, at
  * start-up, and returns the verifier every call uses, or undefined when JWT authentication is off.
  *
- * By default: HS256 signed with `JWT_SECRET` (every other `alg`, `none` included, is rejected), `exp` and
- * `nbf` checked with `JWT_CLOCK_SKEW_SECONDS` of leeway, `iss` when `JWT_ISSUER` is set, `aud` when
+ * By default: HS256 signed with `JWT_SECRET` (every other `alg`, `none` included, is rejected), `exp` required
+ * (unless `JWT_REQUIRE_EXP=false`) and, with `nbf`, checked with `JWT_CLOCK_SKEW_SECONDS` of leeway, `iss` when `JWT_ISSUER` is set, `aud` when
  * `JWT_AUDIENCE` is set. To verify an identity provider's RS256/ES256 tokens instead, return e.g.
  *
  *   const jwks = createRemoteJWKSet(new URL("https://issuer.test/.well-known/jwks.json"));
@@ -28,9 +28,11 @@ export function tokenVerifier(config: Config): TokenVerifier | undefined {
   return hs256Verifier(config.JWT_SECRET, verifyOptions(config));
 }
 
-/** The claim checks the settings ask for: issuer, audience and clock leeway. */
+/** The claim checks the settings ask for: `exp` present (unless JWT_REQUIRE_EXP=false), issuer, audience and clock leeway. */
 export function verifyOptions(config: Config): JWTVerifyOptions {
   const options: JWTVerifyOptions = { algorithms: ["HS256"], clockTolerance: config.JWT_CLOCK_SKEW_SECONDS };
+  // A token without `exp` would be valid forever: a leaked one could never be taken back.
+  if (config.JWT_REQUIRE_EXP) options.requiredClaims = ["exp"];
   if (config.JWT_ISSUER !== undefined) options.issuer = config.JWT_ISSUER;
   if (config.JWT_AUDIENCE !== undefined) options.audience = config.JWT_AUDIENCE;
   return options;

@@ -20,6 +20,7 @@ import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { CallContext, runInContext } from "../call/context.js";
+import { grpcTimeoutWithinTimer, MAX_TIMER_MS } from "../call/deadline.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import type { Call, MethodInfo } from "../call/types.js";
@@ -68,8 +69,6 @@ const NOT_METADATA = new Set([
 ]);
 const VALID_KEY = /^[0-9a-z._-]+$/;
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
-/** The longest wait a Node timer can hold; Connect's own deadline timer would fire at once beyond it. */
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 const RAW_HEADERS = createContextKey<IncomingHttpHeaders>({}, { description: "the HTTP request's headers" });
 
@@ -224,11 +223,11 @@ function implementation(method: BoundMethod, path: string) {
  */
 function clampTimeouts(headers: IncomingHttpHeaders): void {
   const connect = headers["connect-timeout-ms"];
-  if (typeof connect === "string" && connect.length >= 10 && Number(connect) > MAX_TIMEOUT_MS) {
-    headers["connect-timeout-ms"] = String(MAX_TIMEOUT_MS);
+  if (typeof connect === "string" && connect.length >= 10 && Number(connect) > MAX_TIMER_MS) {
+    headers["connect-timeout-ms"] = String(MAX_TIMER_MS);
   }
   const grpc = headers["grpc-timeout"];
-  if (typeof grpc === "string" && /^\d{6,8}[HM]$/.test(grpc)) headers["grpc-timeout"] = "35791M"; // ≤ 2^31-1 ms
+  if (typeof grpc === "string") headers["grpc-timeout"] = grpcTimeoutWithinTimer(grpc); // 720H or 2147484S too
 }
 
 /**

@@ -74,6 +74,7 @@ export const settings = {
   JWT_ISSUER: setting(optional(p.string), undefined, "Required `iss` claim"),
   JWT_AUDIENCE: setting(optional(p.string), undefined, "Required `aud` claim"),
   JWT_CLOCK_SKEW_SECONDS: setting(p.number(0), 30, "Leeway for `exp` and `nbf`"),
+  JWT_REQUIRE_EXP: setting(p.boolean, true, "Rejects tokens without an `exp` claim (false accepts tokens that never expire)"),
   API_KEYS: setting(p.list, [] as string[], "Comma list of accepted `x-api-key` values; turns on API-key authentication", true),
   SENTRY_DSN: setting(optional(p.string), undefined, "Reports server errors to Sentry", true),
   GRPC_GRACEFUL_DURATION_IN_SECONDS: setting(p.number(0), 7, "Wait after readiness fails, so load balancers drain"),

@@ -10,6 +10,7 @@ import {
 import { connect as netConnect } from "node:net";
 import type { SecureContext } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
+import { MAX_TIMER_MS } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
 import { DEFAULT_MAX_RECEIVE_LENGTH, encodeFrame, FrameDecoder } from "./grpc-frames.js";
 import { addHeaders, grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
@@ -53,8 +54,6 @@ export type UnaryCallback<T> = (error: GrpcError | undefined, message: T | undef
 
 /** Queued stream messages beyond which the HTTP/2 stream is paused (flow control then holds the server). */
 const HIGH_WATER = 16;
-/** setTimeout's limit; a longer deadline is left to the server. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Errors of request() that a fresh session cures. */
 const STALE_SESSION = new Set(["ERR_HTTP2_INVALID_SESSION", "ERR_HTTP2_GOAWAY_SESSION", "ERR_HTTP2_OUT_OF_STREAMS"]);
 
@@ -250,6 +249,7 @@ class WireCall {
         return;
       }
       headers["grpc-timeout"] = grpcTimeout(ms);
+      // Longer than a timer holds: left to the server, which clamps it.
       if (ms <= MAX_TIMER_MS) this.timer = setTimeout(onDeadline, ms, this);
     }
     let stream: ClientHttp2Stream;

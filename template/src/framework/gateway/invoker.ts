@@ -1,6 +1,7 @@
 import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
+import { timerDelay } from "../call/deadline.js";
 import type { CallAbortController } from "../call/lazy-abort.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import type { CallResult } from "../call/types.js";
@@ -69,14 +70,11 @@ async function* iterateInContext(ctx: CallContext, stream: AsyncIterable<Message
   let expiry: Promise<never> | undefined;
   if (ctx.deadline !== Number.POSITIVE_INFINITY) {
     expiry = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => {
-          const expired = deadlineExceeded();
-          ctx.abort(expired);
-          reject(expired);
-        },
-        Math.max(0, ctx.deadline - Date.now()),
-      );
+      timer = setTimeout(() => {
+        const expired = deadlineExceeded();
+        ctx.abort(expired);
+        reject(expired);
+      }, timerDelay(ctx.deadline));
     });
     expiry.catch(() => {}); // observed through the race below
   }

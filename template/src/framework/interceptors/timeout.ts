@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, Interceptor } from "../call/types.js";
 
@@ -19,14 +20,18 @@ export function defaultTimeout(seconds: number): Interceptor {
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
+      // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
       // One promise settled by whichever comes first, rather than a Promise.race and its extra promises.
       return new Promise<CallResult>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          // Made only when the deadline really passes: most calls never need it.
-          const expired = deadlineExceeded();
-          ctx.abort(expired);
-          reject(expired);
-        }, remaining);
+        const timer = setTimeout(
+          () => {
+            // Made only when the deadline really passes: most calls never need it.
+            const expired = deadlineExceeded();
+            ctx.abort(expired);
+            reject(expired);
+          },
+          Math.min(remaining, MAX_TIMER_MS),
+        );
         const settle = (error: unknown, result?: CallResult) => {
           clearTimeout(timer);
           if (result) resolve(result);

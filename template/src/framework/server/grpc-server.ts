@@ -1,11 +1,15 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Http2Server } from "node:http2";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { Config } from "../config/schema.js";
 import type { Readiness } from "../health/readiness.js";
+import { rootLogger } from "../logging/logger.js";
 import { grpcHandler } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
 import type { BoundMethod } from "./methods.js";
 import { addReflection } from "./reflection.js";
+import { clampGrpcTimeout, joinRepeatedAuthorization } from "./request-headers.js";
 import type { ServiceImpl } from "./service.js";
 
 export interface GrpcServerOptions {
@@ -46,11 +50,39 @@ export function createGrpcServer({ config, services, methods, readiness }: GrpcS
     }
     server.addService(grpcServiceDefinition(service.desc), implementation);
   }
+  guardRequestHeaders(server);
   readiness.addToServer(server);
   if (!config.DISABLE_GRPC_REFLECTION) {
     addReflection(server, [...services.map((s) => s.desc), Health]);
   }
   return server;
+}
+
+type Http2ServerFactory = (credentials: ServerCredentials) => Http2Server;
+
+/**
+ * Fixes two request headers on every HTTP/2 server grpc-js makes (TCP, TLS and the gateway's Unix socket), in a
+ * 'stream' listener that runs before grpc-js's own: a `grpc-timeout` longer than a timer holds is clamped (grpc-js
+ * would expire it at once), and repeated `authorization` headers are joined (Node would keep only the first).
+ * grpc-js has no public hook that runs before it parses the headers, so this wraps its `createHttp2Server`; if a
+ * grpc-js release renames it, start-up logs a warning, and the tests of both behaviours fail.
+ */
+function guardRequestHeaders(server: Server): void {
+  const internals = server as unknown as { createHttp2Server?: Http2ServerFactory };
+  const create = internals.createHttp2Server;
+  if (typeof create !== "function") {
+    rootLogger().warn("grpc-js internals changed: deadlines over 24.8 days and repeated authorization headers are not guarded");
+    return;
+  }
+  internals.createHttp2Server = (credentials) => {
+    const http2Server = create.call(server, credentials);
+    // Node passes the raw header list as a fourth argument its types leave out.
+    http2Server.prependListener("stream", (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+      clampGrpcTimeout(headers);
+      joinRepeatedAuthorization(headers, rawHeaders);
+    });
+    return http2Server;
+  };
 }
 
 /** Listens on host:port (port 0 picks one); resolves to the bound port. */

@@ -69,3 +69,38 @@ test("closing ends connections that never sent a whole request at once, and stil
   assert.deepEqual(await response, { status: 200, body: '{"done":true}' });
   await closing;
 });
+
+/** Sends `head` (and `body`) on a fresh connection and returns everything the server writes until it closes. */
+async function rawExchange(port: number, head: string, body = ""): Promise<string> {
+  const { socket, closed } = await rawConnection(port);
+  let received = "";
+  socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+  socket.write(head + body);
+  socket.end();
+  await closed;
+  return received;
+}
+
+test("an Expect other than 100-continue is a 417 with the JSON error body; 100-continue still gets the request through", async (t) => {
+  const app = await createHttpServer(loadConfig({}));
+  app.post("/echo", async (req) => ({ got: req.body }));
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  t.after(() => app.close());
+  const { port } = app.server.address() as { port: number };
+  const body = '{"a":1}';
+  const head = (expect: string) =>
+    `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nExpect: ${expect}\r\nConnection: close\r\n\r\n`;
+
+  for (const expect of ["999-nope", "200-ok", "100-continuex"]) {
+    const response = await rawExchange(port, head(expect), body);
+    const [status, ...rest] = response.split("\r\n");
+    assert.equal(status, "HTTP/1.1 417 Expectation Failed", `Expect: ${expect}`);
+    assert.match(rest.join("\n"), /^content-type: application\/json$/im);
+    const json = response.slice(response.indexOf("\r\n\r\n") + 4);
+    assert.deepEqual(JSON.parse(json), { code: 9, message: "unsupported Expect header: only 100-continue is supported", details: [] });
+  }
+
+  const ok = await rawExchange(port, head("100-continue"), body);
+  assert.match(ok, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+  assert.match(ok, /\{"got":"\{\\"a\\":1\}"\}$/);
+});

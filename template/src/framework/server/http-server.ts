@@ -8,6 +8,7 @@ import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { statusJson } from "../errors/wire.js";
 import { httpError, sendHttpError } from "../gateway/errors.js";
+import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
 function codeForFastifyError(err: FastifyError): Code {
@@ -71,6 +72,12 @@ function refuseWhileClosing(res: ServerResponse): void {
   res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
 }
 
+/** A request whose `Expect` is not `100-continue` (the only expectation HTTP/1.1 defines): 417, then close (its body is unread). */
+function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
+  const body = statusJson(Code.FAILED_PRECONDITION, "unsupported Expect header: only 100-continue is supported", []);
+  res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+}
+
 /**
  * The HTTP/1.1 server under fastify, with the limits above. An HTTP/1.1 request without Host is a JSON
  * 400 here (Node's own check answers with no body).
@@ -80,6 +87,7 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
     { headersTimeout: HTTP_LIMITS.headersTimeoutMs, maxHeaderSize: HTTP_LIMITS.maxHeaderSize, requireHostHeader: false },
     (req, res) => {
       if (closingServers.has(server)) return refuseWhileClosing(res);
+      joinRepeatedAuthorization(req.headers, req.rawHeaders);
       if (req.headers.host === undefined && req.httpVersion === "1.1") {
         const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
         res
@@ -90,6 +98,8 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
       handler(req, res);
     },
   );
+  // Node answers an Expect other than 100-continue with a bare 417 unless someone listens; ours has the JSON body.
+  server.on("checkExpectation", refuseExpectation);
   server.requestTimeout = HTTP_LIMITS.requestTimeoutMs;
   server.keepAliveTimeout = HTTP_LIMITS.keepAliveTimeoutMs;
   server.setTimeout(HTTP_LIMITS.connectionTimeoutMs);
