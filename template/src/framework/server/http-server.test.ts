@@ -89,7 +89,7 @@ test("an Expect other than 100-continue is a 417 with the JSON error body; 100-c
   const { port } = app.server.address() as { port: number };
   const body = '{"a":1}';
   const head = (expect: string) =>
-    `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nExpect: ${expect}\r\nConnection: close\r\n\r\n`;
+    `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: ${expect}\r\nConnection: close\r\n\r\n`;
 
   for (const expect of ["999-nope", "200-ok", "100-continuex"]) {
     const response = await rawExchange(port, head(expect), body);
