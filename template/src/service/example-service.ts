@@ -35,6 +35,23 @@ export const exampleService = defineService(ExampleService, {
       if (request.code !== Code.OK) throw new GrpcError(request.code, request.message || codeName(request.code));
       return {};
     },
+
+    // Client-streaming: each read waits for the client's next message; the answer goes once it half-closes.
+    async sum(requests) {
+      let sum = 0n;
+      let count = 0;
+      for await (const request of requests) {
+        sum += request.value;
+        count++;
+      }
+      return { sum, count };
+    },
+
+    // Bidi: each answer is yielded (and taken by the transport) before the next request is read.
+    async *chat(requests) {
+      let seq = 0;
+      for await (const request of requests) yield { text: request.text, seq: ++seq };
+    },
   },
 
   // Background workers: started once the servers listen, restarted with back-off if they throw, stopped on

@@ -15,6 +15,8 @@ const METHODS = [
   { grpc_type: "unary", grpc_method: "Echo" },
   { grpc_type: "server_stream", grpc_method: "Countdown" },
   { grpc_type: "unary", grpc_method: "Fail" },
+  { grpc_type: "client_stream", grpc_method: "Sum" },
+  { grpc_type: "bidi_stream", grpc_method: "Chat" },
 ];
 const ROUTES = [
   ["POST", "/api/v1/echo"],
@@ -22,6 +24,8 @@ const ROUTES = [
   ["GET", "/api/v1/countdown/{from}"],
   ["POST", "/api/v1/countdown"],
   ["POST", "/api/v1/fail"],
+  ["POST", "/api/v1/sum"],
+  ["POST", "/api/v1/chat"],
 ] as const;
 const DEFAULT_BUCKETS = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"];
 

@@ -47,6 +47,8 @@ export interface CallContextInit {
   deadline: number;
   /** Set for calls that arrived through the HTTP gateway. */
   httpPath?: string;
+  /** Sends the response header metadata now; `ctx.sendHeader()` calls it at most once. */
+  sendHeader?: (header: Metadata) => void;
 }
 
 /**
@@ -73,6 +75,8 @@ export class CallContext {
   claims: Readonly<Record<string, unknown>> | undefined;
   traceId = "";
   #values: Map<string, unknown> | undefined;
+  #sendHeader: ((header: Metadata) => void) | undefined;
+  #headerSent = false;
   #debug = false;
   #logger: Logger | undefined;
 
@@ -82,6 +86,7 @@ export class CallContext {
     this.metadata = init.metadata;
     this.#controller = init.controller ?? new LazyAbortController();
     this.deadline = init.deadline;
+    this.#sendHeader = init.sendHeader;
     this.fields =
       init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
   }
@@ -116,6 +121,22 @@ export class CallContext {
   /** Stops the handler's work: its signal aborts with `reason`. */
   abort(reason: unknown): void {
     this.#controller.abort(reason);
+  }
+
+  /**
+   * Sends `responseHeader` now, before the first response message (a stream's handler may want the
+   * client to have them early). Later changes to the header are not sent; the trailer can still change.
+   * Transports call it before the first message and with the status, so calling it again is a no-op.
+   */
+  sendHeader(): void {
+    if (this.#headerSent) return;
+    this.#headerSent = true;
+    this.#sendHeader?.(this.responseHeader);
+  }
+
+  /** Whether the response header has gone out. */
+  get headerSent(): boolean {
+    return this.#headerSent;
   }
 
   get debug(): boolean {

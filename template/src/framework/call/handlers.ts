@@ -1,4 +1,12 @@
-import type { DescMethodServerStreaming, DescMethodUnary, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type {
+  DescMethodBiDiStreaming,
+  DescMethodClientStreaming,
+  DescMethodServerStreaming,
+  DescMethodUnary,
+  DescService,
+  MessageInitShape,
+  MessageShape,
+} from "@bufbuild/protobuf";
 import type { CallContext } from "./context.js";
 
 /** A unary handler: a plain (async) function from request to response. */
@@ -13,11 +21,40 @@ export type ServerStreamingHandler<M extends DescMethodServerStreaming> = (
   ctx: CallContext,
 ) => AsyncIterable<MessageInitShape<M["output"]>>;
 
-/** One handler per RPC, keyed by the method's local name (`echo` for `Echo`), typed from the generated code. */
+/**
+ * A client-streaming handler: reads the requests as they arrive (each read waits for the client's
+ * next message) and returns one response. Returning before the client is done is allowed: the rest
+ * of its messages are discarded.
+ */
+export type ClientStreamingHandler<M extends DescMethodClientStreaming> = (
+  requests: AsyncIterable<MessageShape<M["input"]>>,
+  ctx: CallContext,
+) => Promise<MessageInitShape<M["output"]>> | MessageInitShape<M["output"]>;
+
+/**
+ * A bidi handler: an async generator over the requests that yields responses whenever it likes;
+ * each `yield` waits until the transport has taken the message (back-pressure).
+ */
+export type BidiStreamingHandler<M extends DescMethodBiDiStreaming> = (
+  requests: AsyncIterable<MessageShape<M["input"]>>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<M["output"]>>;
+
+/** The handler type of one method, from its kind. */
+export type HandlerOf<M> = M extends DescMethodUnary
+  ? UnaryHandler<M>
+  : M extends DescMethodServerStreaming
+    ? ServerStreamingHandler<M>
+    : M extends DescMethodClientStreaming
+      ? ClientStreamingHandler<M>
+      : M extends DescMethodBiDiStreaming
+        ? BidiStreamingHandler<M>
+        : never;
+
+/**
+ * One handler per RPC, keyed by the method's local name (`echo` for `Echo`), typed from the generated
+ * code. A method left out answers UNIMPLEMENTED (start-up logs a warning naming it).
+ */
 export type ServiceHandlers<S extends DescService> = {
-  [K in keyof S["method"]]: S["method"][K] extends DescMethodUnary
-    ? UnaryHandler<S["method"][K]>
-    : S["method"][K] extends DescMethodServerStreaming
-      ? ServerStreamingHandler<S["method"][K]>
-      : never; // client and bidi streaming are not served by this framework
+  [K in keyof S["method"]]?: HandlerOf<S["method"][K]>;
 };

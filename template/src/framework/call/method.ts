@@ -1,11 +1,8 @@
-import type { DescMethod } from "@bufbuild/protobuf";
+import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { MethodInfo } from "./types.js";
 
 /** What the chain knows about a method, from its descriptor; computed once per method at start-up. */
 export function methodInfo(desc: DescMethod): MethodInfo {
-  if (desc.methodKind !== "unary" && desc.methodKind !== "server_streaming") {
-    throw new Error(`${desc.parent.typeName}.${desc.name}: ${desc.methodKind} methods are not supported (unary and server streaming are)`);
-  }
   return {
     desc,
     service: desc.parent.typeName,
@@ -13,4 +10,13 @@ export function methodInfo(desc: DescMethod): MethodInfo {
     path: `/${desc.parent.typeName}/${desc.name}`,
     kind: desc.methodKind,
   };
+}
+
+const emptyRequests = new WeakMap<DescMethod, Message>();
+
+/** The `request` of a client-streaming or bidi call: one empty message per method, made on first use. */
+export function emptyRequestOf(method: MethodInfo): Message {
+  let empty = emptyRequests.get(method.desc);
+  if (!empty) emptyRequests.set(method.desc, (empty = Object.freeze(create(method.desc.input)) as Message));
+  return empty;
 }

@@ -219,6 +219,8 @@ describe("OpenAPI document of the ExampleService", () => {
       "/api/v1/countdown/{from}",
       "/api/v1/countdown",
       "/api/v1/fail",
+      "/api/v1/sum",
+      "/api/v1/chat",
     ]);
     assert.equal(doc.paths["/api/v1/echo"]!.post!.operationId, "ExampleService_Echo");
     assert.equal(doc.paths["/api/v1/echo/{message}"]!.get!.operationId, "ExampleService_Echo2");

@@ -52,9 +52,11 @@ describe("compileRoutes on ExampleService", () => {
     assert.deepEqual(summary, [
       "GET /api/v1/countdown/{from} body=",
       "GET /api/v1/echo/{message} body=",
+      "POST /api/v1/chat body=*",
       "POST /api/v1/countdown body=*",
       "POST /api/v1/echo body=*",
       "POST /api/v1/fail body=*",
+      "POST /api/v1/sum body=*",
     ]);
   });
 });

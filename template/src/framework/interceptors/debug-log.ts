@@ -3,7 +3,8 @@ import type { Interceptor } from "../call/types.js";
 
 /**
  * Per-request debug logging: a true `debug` or `enable_debug` field, or the debug header
- * set to `debug`, makes this call's logger log at debug whatever LOG_LEVEL says.
+ * set to `debug`, makes this call's logger log at debug whatever LOG_LEVEL says. A client-streaming
+ * or bidi call reads the fields of its first message.
  */
 export function debugLog(headerName: string): Interceptor {
   const header = headerName.toLowerCase();
@@ -12,9 +13,17 @@ export function debugLog(headerName: string): Interceptor {
     const flags = method.desc.input.fields
       .filter((f) => (f.name === "debug" || f.name === "enable_debug") && f.fieldKind === "scalar")
       .map((f) => f.localName);
+    const flagged = (m: Message) => flags.some((f) => (m as Message & Record<string, unknown>)[f] === true);
     return (call) => {
-      const request = call.request as Message & Record<string, unknown>;
-      if (flags.some((f) => request[f] === true) || call.ctx.metadata.get(header)[0] === "debug") call.ctx.setDebug(true);
+      const { ctx, requests } = call;
+      if (ctx.metadata.get(header)[0] === "debug") ctx.setDebug(true);
+      else if (!requests) {
+        if (flagged(call.request)) ctx.setDebug(true);
+      } else if (flags.length > 0) {
+        requests.inspect((message, index) => {
+          if (index === 0 && flagged(message)) ctx.setDebug(true);
+        });
+      }
       return next(call);
     };
   };

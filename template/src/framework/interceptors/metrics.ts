@@ -1,8 +1,7 @@
-import type { Message } from "@bufbuild/protobuf";
-import type { CallContext } from "../call/context.js";
+import { ResponseStream } from "../call/response-stream.js";
 import { Code, statusCode } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
-import type { MethodStats, ServerMetrics } from "../metrics/server-metrics.js";
+import type { ServerMetrics } from "../metrics/server-metrics.js";
 
 /**
  * gRPC server metrics (go-grpc-prometheus semantics): started, received, sent per message,
@@ -32,9 +31,17 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
         }
       };
     }
+    const countReceived = () => {
+      stats.received.value++;
+    };
+    const countSent = () => {
+      stats.sent.value++;
+    };
     return async (call) => {
       stats.started.value++;
-      stats.received.value++;
+      // Counted as each message arrives (or goes out), so a scrape sees a long stream's progress.
+      if (call.requests) call.requests.inspect(countReceived);
+      else stats.received.value++;
       const start = timed ? performance.now() : 0;
       let result: Awaited<ReturnType<typeof next>>;
       try {
@@ -48,30 +55,15 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
         stats.end(Code.OK, start);
         return result;
       }
-      return { stream: counted(result.stream, stats, start, call.ctx) };
+      const { ctx } = call;
+      const stream = ResponseStream.of(result.stream)
+        .onSend(countSent)
+        .onEnd((error) => {
+          // Neither finished nor failed but the consumer stopped reading: the client went away, or it read what it wanted.
+          const code = error !== undefined ? statusCode(error) : ctx.aborted ? ctx.abortCode() : Code.OK;
+          stats.end(code, start);
+        });
+      return stream === result.stream ? result : { stream };
     };
   };
-}
-
-/**
- * Counts each message as it is sent (so a scrape sees a long stream's progress) and the end of
- * the stream: its error's code, CANCELLED/DEADLINE_EXCEEDED when the consumer left because the
- * call was aborted, else OK. Like `observe()`, it ends once, after the last message.
- */
-async function* counted(stream: AsyncIterable<Message>, stats: MethodStats, start: number, ctx: CallContext): AsyncGenerator<Message> {
-  let code = -1;
-  try {
-    for await (const message of stream) {
-      stats.sent.value++;
-      yield message;
-    }
-    code = Code.OK;
-  } catch (err) {
-    code = statusCode(err);
-    throw err;
-  } finally {
-    // Neither finished nor failed: the consumer stopped reading early.
-    if (code === -1) code = ctx.aborted ? ctx.abortCode() : Code.OK;
-    stats.end(code, start);
-  }
 }

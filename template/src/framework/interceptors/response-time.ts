@@ -3,26 +3,46 @@ import type { Call, Interceptor } from "../call/types.js";
 import { writeCallLine } from "../logging/call-line.js";
 import { observe } from "./observe.js";
 
-/** One line per call with its method, code and duration; `errorsOnly` keeps just the failures. */
+/**
+ * One line per call with its method, code and duration; `errorsOnly` keeps just the failures.
+ * Streaming calls add the number of messages received and sent (`msgs_received`, `msgs_sent`).
+ */
 export function responseTimeLog(errorsOnly: boolean): Interceptor {
-  const log = (call: Call, start: number, error: unknown) => {
+  const log = (call: Call, start: number, error: unknown, sent?: number) => {
     const code = statusCode(error);
     if (errorsOnly && code === Code.OK) return;
-    writeCallLine(call.ctx, { grpcCode: codeName(code), took_ms: Math.round((performance.now() - start) * 1000) / 1000 }, "response time");
+    const took_ms = Math.round((performance.now() - start) * 1000) / 1000;
+    if (sent === undefined) {
+      writeCallLine(call.ctx, { grpcCode: codeName(code), took_ms }, "response time");
+      return;
+    }
+    const msgs_received = call.requests ? call.requests.received : 1;
+    writeCallLine(call.ctx, { grpcCode: codeName(code), took_ms, msgs_received, msgs_sent: sent }, "response time");
   };
-  return (next) => async (call) => {
-    const start = performance.now();
-    let result: Awaited<ReturnType<typeof next>>;
-    try {
-      result = await next(call);
-    } catch (err) {
-      log(call, start, err);
-      throw err;
+  return (next, method) => {
+    if (method.kind === "unary") {
+      return async (call) => {
+        const start = performance.now();
+        try {
+          const result = await next(call);
+          log(call, start, undefined);
+          return result;
+        } catch (err) {
+          log(call, start, err);
+          throw err;
+        }
+      };
     }
-    if ("message" in result) {
-      log(call, start, undefined);
-      return result;
-    }
-    return observe(result, (error) => log(call, start, error));
+    return async (call) => {
+      const start = performance.now();
+      let result: Awaited<ReturnType<typeof next>>;
+      try {
+        result = await next(call);
+      } catch (err) {
+        log(call, start, err, 0);
+        throw err;
+      }
+      return observe(result, (error, sent) => log(call, start, error, sent));
+    };
   };
 }

@@ -1,41 +1,52 @@
 import { MAX_TIMER_MS } from "../call/deadline.js";
+import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, Interceptor } from "../call/types.js";
 
 const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
 
 /**
- * Unary calls that arrive without a deadline get `seconds` (0 = none). When the deadline
- * passes, the handler's signal aborts and the caller gets DEADLINE_EXCEEDED at once, even
- * if the handler ignores its signal.
+ * Unary calls that arrive without a deadline get `seconds` (0 = none). A deadline covers the whole
+ * call, whatever its kind: when it passes, the handler's signal aborts and the caller gets
+ * DEADLINE_EXCEEDED at once, even if the handler ignores its signal (a stream ends with it).
  */
 export function defaultTimeout(seconds: number): Interceptor {
   return (next, method) => {
-    if (method.kind !== "unary") return next;
+    const defaultSeconds = method.kind === "unary" ? seconds : 0;
+    const streams = method.kind === "server_streaming" || method.kind === "bidi_streaming";
     return (call) => {
       const { ctx } = call;
       if (ctx.deadline === Number.POSITIVE_INFINITY) {
-        if (seconds === 0) return next(call);
-        ctx.deadline = Date.now() + seconds * 1000;
+        if (defaultSeconds === 0) return next(call);
+        ctx.deadline = Date.now() + defaultSeconds * 1000;
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
       // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
       // One promise settled by whichever comes first, rather than a Promise.race and its extra promises.
       return new Promise<CallResult>((resolve, reject) => {
+        let expired: GrpcError | undefined;
         const timer = setTimeout(
           () => {
             // Made only when the deadline really passes: most calls never need it.
-            const expired = deadlineExceeded();
+            expired = deadlineExceeded();
             ctx.abort(expired);
             reject(expired);
           },
           Math.min(remaining, MAX_TIMER_MS),
         );
         const settle = (error: unknown, result?: CallResult) => {
-          clearTimeout(timer);
-          if (result) resolve(result);
-          else reject(error);
+          if (result === undefined || !streams || "message" in result) {
+            clearTimeout(timer);
+            if (result) resolve(result);
+            else reject(error);
+            return;
+          }
+          // A stream keeps its deadline until it ends; one that outlives it fails with DEADLINE_EXCEEDED.
+          const stream = ResponseStream.of(result.stream)
+            .mapError((err) => expired ?? err)
+            .onEnd(() => clearTimeout(timer));
+          resolve(stream === result.stream ? result : { stream });
         };
         next(call).then((result) => settle(undefined, result), settle);
       });

@@ -14,6 +14,8 @@ export function sanitizeTraceId(value: string | undefined): string | undefined {
 /**
  * Trace ID: the request's `trace_id` field, else the trace header, else a new UUID.
  * It lands in every log line (`trace`) and goes back in the response header.
+ * A client-streaming or bidi call starts with the header's (or a new) one, and takes the first
+ * message's `trace_id` when it has one; the response header carries it if it has not gone out yet.
  */
 export function traceId(headerName: string): Interceptor {
   const header = headerName.toLowerCase();
@@ -22,11 +24,20 @@ export function traceId(headerName: string): Interceptor {
     const field = method.desc.input.fields.find((f) => f.name === "trace_id" && f.fieldKind === "scalar");
     const fromRequest = field ? (m: Message) => (m as unknown as Record<string, unknown>)[field.localName] as string : () => undefined;
     return (call) => {
-      const { ctx } = call;
-      const id =
-        sanitizeTraceId(fromRequest(call.request)) ?? sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ?? randomUUID();
+      const { ctx, requests } = call;
+      const fromHeader = () => sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ?? randomUUID();
+      const id = requests ? fromHeader() : (sanitizeTraceId(fromRequest(call.request)) ?? fromHeader());
       ctx.setTraceId(id);
       ctx.responseHeader.set(header, id);
+      if (requests && field) {
+        requests.inspect((message, index) => {
+          if (index !== 0) return;
+          const own = sanitizeTraceId(fromRequest(message));
+          if (own === undefined) return;
+          ctx.setTraceId(own);
+          if (!ctx.headerSent) ctx.responseHeader.set(header, own);
+        });
+      }
       return next(call);
     };
   };

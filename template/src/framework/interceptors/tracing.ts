@@ -1,5 +1,6 @@
 import type { Metadata } from "@grpc/grpc-js";
 import { type Context, context, propagation, type Span, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
+import { ResponseStream } from "../call/response-stream.js";
 import { Code, codeName, statusCode } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
 import { observe } from "./observe.js";
@@ -23,20 +24,31 @@ function end(span: Span, error: unknown): void {
 /**
  * A server span per call, child of the caller's `traceparent` when there is one, carrying
  * the framework's trace ID as `framework.trace_id`. Without tracing configured this
- * interceptor is not in the chain at all.
+ * interceptor is not in the chain at all. The span covers the whole call, streams included.
  */
 export function tracing(): Interceptor {
   const tracer = trace.getTracer("create-grpc-svc");
   return (next, method) => {
     const attributes = { "rpc.system": "grpc", "rpc.service": method.service, "rpc.method": method.name };
     const name = `${method.service}/${method.name}`;
+    const streaming = method.kind !== "unary";
     return async (call) => {
       const parent: Context = propagation.extract(context.active(), call.ctx.metadata, metadataGetter);
       const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
       span.setAttribute("framework.trace_id", call.ctx.traceId);
+      // One span per call, with an event per message of a stream (OpenTelemetry's RPC conventions).
+      call.requests?.inspect((_message, index) => {
+        span.addEvent("message", { "rpc.message.type": "RECEIVED", "rpc.message.id": index + 1 });
+      });
       try {
         const result = await context.with(trace.setSpan(parent, span), () => next(call));
-        return observe(result, (error) => end(span, error));
+        if (!streaming || "message" in result) return observe(result, (error) => end(span, error));
+        const stream = ResponseStream.of(result.stream)
+          .onSend((_message, index) => {
+            span.addEvent("message", { "rpc.message.type": "SENT", "rpc.message.id": index + 1 });
+          })
+          .onEnd((error) => end(span, error));
+        return stream === result.stream ? result : { stream };
       } catch (err) {
         end(span, err);
         throw err;

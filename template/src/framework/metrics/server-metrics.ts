@@ -3,7 +3,7 @@ import { collectDefaultMetrics, Registry } from "prom-client";
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
 import type { GatewayRoute } from "../gateway/routes.js";
-import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels } from "./call-stats.js";
+import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels, grpcLabels } from "./call-stats.js";
 import { ClientMetrics } from "./client-metrics.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
 
@@ -25,7 +25,7 @@ export class MethodStats extends CallStats {
   readonly rateLimited: CounterSeries;
 
   constructor(families: ServerFamilies, info: MethodInfo) {
-    const labels: GrpcLabels = [info.kind === "unary" ? "unary" : "server_stream", info.service, info.name];
+    const labels: GrpcLabels = grpcLabels(info.desc);
     super(families, labels);
     this.rateLimited = families.rateLimited.series(...labels);
   }

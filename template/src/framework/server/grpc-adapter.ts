@@ -1,16 +1,29 @@
 import { once } from "node:events";
 import type { Message } from "@bufbuild/protobuf";
-import type { Metadata, ServerUnaryCall, ServerWritableStream, sendUnaryData } from "@grpc/grpc-js";
+import type {
+  Metadata,
+  ServerDuplexStream,
+  ServerReadableStream,
+  ServerUnaryCall,
+  ServerWritableStream,
+  sendUnaryData,
+} from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
-import type { MethodInfo } from "../call/types.js";
+import { emptyRequestOf } from "../call/method.js";
+import { RequestStream } from "../call/request-stream.js";
+import type { CallResult, MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
 import type { BoundMethod } from "./methods.js";
 
 /** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */
 export const GATEWAY_PATH_KEY = "x-gateway-http-path";
 
-type GrpcCall = ServerUnaryCall<Message, Message> | ServerWritableStream<Message, Message>;
+type GrpcCall =
+  | ServerUnaryCall<Message, Message>
+  | ServerWritableStream<Message, Message>
+  | ServerReadableStream<Message, Message>
+  | ServerDuplexStream<Message, Message>;
 
 /** One reason for every cancelled call: building an Error (and its stack) per call is measurable. */
 const CANCELLED = new Error("call cancelled");
@@ -33,10 +46,16 @@ class GrpcCancellation implements CancelSource {
   }
 
   onCancel(listener: () => void): void {
-    this.#call.on("cancelled", () => {
+    (this.#call as ServerUnaryCall<Message, Message>).on("cancelled", () => {
       if (!this.answered) listener();
     });
   }
+}
+
+function sendHeaderOf(call: GrpcCall): (header: Metadata) => void {
+  return (header) => {
+    if (Object.keys(header.getMap()).length > 0) call.sendMetadata(header);
+  };
 }
 
 function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation): CallContext {
@@ -49,11 +68,42 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
     controller: new LazyAbortController(cancellation),
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
     httpPath: typeof httpPath === "string" ? httpPath : undefined,
+    sendHeader: sendHeaderOf(call),
   });
 }
 
-function sendHeader(call: GrpcCall, header: Metadata): void {
-  if (Object.keys(header.getMap()).length > 0) call.sendMetadata(header);
+/**
+ * The client's messages, pulled one read at a time (grpc-js reads the next message from HTTP/2 only
+ * when the stream's buffer wants one). `destroyOnReturn: false`: a handler that stops reading early
+ * must not destroy a bidi call's writable side with it.
+ */
+function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>): RequestStream {
+  return new RequestStream(call.iterator({ destroyOnReturn: false }));
+}
+
+/** The status of a failed call: once the header is out, only the trailer can carry metadata. */
+function failure(err: unknown, ctx: CallContext) {
+  return ctx.headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer);
+}
+
+/** Writes a streamed result, waiting for the transport at each message (back-pressure), then the status. */
+async function writeStream(
+  call: ServerWritableStream<Message, Message> | ServerDuplexStream<Message, Message>,
+  ctx: CallContext,
+  cancellation: GrpcCancellation,
+  result: CallResult,
+  info: MethodInfo,
+): Promise<void> {
+  if (!("stream" in result)) throw new Error(`${info.path}: handler returned a single message for a streaming method`);
+  for await (const message of result.stream) {
+    if (ctx.aborted) break; // the client is gone; leaving the loop ends the handler's generator
+    ctx.sendHeader();
+    if (!call.write(message)) await once(call, "drain", { signal: ctx.signal });
+  }
+  if (ctx.aborted) return;
+  ctx.sendHeader();
+  cancellation.answered = true;
+  call.end(ctx.responseTrailer);
 }
 
 /**
@@ -62,50 +112,59 @@ function sendHeader(call: GrpcCall, header: Metadata): void {
  */
 export function grpcHandler(method: BoundMethod) {
   const { info, invoke } = method;
-  if (info.kind === "unary") {
-    return (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-      const cancellation = new GrpcCancellation(call);
-      const ctx = contextFor(info, call, cancellation);
-      runInContext(ctx, () => invoke({ method: info, ctx, request: call.request })).then(
-        (result) => {
-          cancellation.answered = true;
-          sendHeader(call, ctx.responseHeader);
-          callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
-        },
-        (err: unknown) => {
-          cancellation.answered = true;
-          callback(toServiceError(err, ctx.responseHeader, ctx.responseTrailer));
-        },
-      );
-    };
-  }
-  return (call: ServerWritableStream<Message, Message>) => {
-    const cancellation = new GrpcCancellation(call);
-    const ctx = contextFor(info, call, cancellation);
-    runInContext(ctx, async () => {
-      let headerSent = false;
-      try {
-        const result = await invoke({ method: info, ctx, request: call.request });
-        if (!("stream" in result)) throw new Error(`${info.path}: handler returned a single message for a streaming method`);
-        for await (const message of result.stream) {
-          if (ctx.aborted) break; // the client is gone; leaving the loop ends the handler's generator
-          if (!headerSent) {
-            sendHeader(call, ctx.responseHeader);
-            headerSent = true;
-          }
-          if (!call.write(message)) await once(call, "drain", { signal: ctx.signal });
-        }
-        if (!headerSent) sendHeader(call, ctx.responseHeader);
-        cancellation.answered = true;
-        call.end(ctx.responseTrailer);
-      } catch (err) {
-        if (ctx.aborted) return; // nobody left to tell
-        cancellation.answered = true;
-        call.emit(
-          "error",
-          headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer),
+  switch (info.kind) {
+    case "unary":
+      return (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
+        const cancellation = new GrpcCancellation(call);
+        const ctx = contextFor(info, call, cancellation);
+        runInContext(ctx, () => invoke({ method: info, ctx, request: call.request })).then(
+          (result) => {
+            cancellation.answered = true;
+            ctx.sendHeader();
+            callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
+          },
+          (err: unknown) => {
+            cancellation.answered = true;
+            callback(failure(err, ctx));
+          },
         );
-      }
-    });
-  };
+      };
+    case "client_streaming":
+      return (call: ServerReadableStream<Message, Message>, callback: sendUnaryData<Message>) => {
+        const cancellation = new GrpcCancellation(call);
+        const ctx = contextFor(info, call, cancellation);
+        const requests = requestsOf(call);
+        runInContext(ctx, () => invoke({ method: info, ctx, request: emptyRequestOf(info), requests })).then(
+          (result) => {
+            if (ctx.aborted) return; // nobody left to tell
+            cancellation.answered = true;
+            ctx.sendHeader();
+            callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
+          },
+          (err: unknown) => {
+            if (ctx.aborted) return;
+            cancellation.answered = true;
+            callback(failure(err, ctx));
+          },
+        );
+      };
+    case "server_streaming":
+    case "bidi_streaming":
+      return (call: ServerWritableStream<Message, Message> | ServerDuplexStream<Message, Message>) => {
+        const cancellation = new GrpcCancellation(call);
+        const ctx = contextFor(info, call, cancellation);
+        const bidi = info.kind === "bidi_streaming";
+        const requests = bidi ? requestsOf(call as ServerDuplexStream<Message, Message>) : undefined;
+        const request = bidi ? emptyRequestOf(info) : (call as ServerWritableStream<Message, Message>).request;
+        runInContext(ctx, async () => {
+          try {
+            await writeStream(call, ctx, cancellation, await invoke({ method: info, ctx, request, requests }), info);
+          } catch (err) {
+            if (ctx.aborted) return; // nobody left to tell
+            cancellation.answered = true;
+            call.emit("error", failure(err, ctx));
+          }
+        });
+      };
+  }
 }

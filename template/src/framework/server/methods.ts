@@ -1,7 +1,11 @@
-import { create, type Message } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { Chain } from "../call/chain.js";
+import type { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
-import type { Call, CallResult, MethodInfo, Next } from "../call/types.js";
+import type { RequestStream } from "../call/request-stream.js";
+import { Code, GrpcError } from "../call/status.js";
+import type { CallResult, MethodInfo, Next } from "../call/types.js";
+import { rootLogger } from "../logging/logger.js";
 import type { ServiceImpl } from "./service.js";
 
 /** A served method: what it is, and its handler already wrapped in the chain. */
@@ -10,35 +14,85 @@ export interface BoundMethod {
   readonly invoke: Next;
 }
 
-type AnyHandler = (request: Message, ctx: Call["ctx"]) => unknown;
+type AnyHandler = (input: never, ctx: CallContext) => unknown;
 
 /** The innermost step of the chain: runs the user's handler and turns its result into messages. */
 function handlerStep(info: MethodInfo, handler: AnyHandler): Next {
   const output = info.desc.output;
-  if (info.kind === "unary") {
-    return async (call) => ({ message: create(output, (await handler(call.request, call.ctx)) as never) });
+  switch (info.kind) {
+    case "unary":
+      return async (call) => ({ message: create(output, (await handler(call.request as never, call.ctx)) as never) });
+    case "server_streaming":
+      return async (call): Promise<CallResult> => {
+        const source = handler(call.request as never, call.ctx) as AsyncIterable<never>;
+        return {
+          stream: (async function* () {
+            for await (const init of source) yield create(output, init);
+          })(),
+        };
+      };
+    case "client_streaming":
+      return async (call) => {
+        const requests = call.requests as RequestStream;
+        try {
+          const response = await handler(requests as never, call.ctx);
+          // An invalid message the handler caught still fails the call.
+          if (requests.failed) throw requests.error;
+          return { message: create(output, response as never) };
+        } catch (err) {
+          throw requests.failed ? requests.error : err;
+        } finally {
+          // Answered before the client was done (early response): the rest of its messages are discarded.
+          void requests.return();
+        }
+      };
+    case "bidi_streaming":
+      return async (call): Promise<CallResult> => {
+        const requests = call.requests as RequestStream;
+        const source = handler(requests as never, call.ctx) as AsyncIterable<never>;
+        return {
+          stream: (async function* () {
+            try {
+              for await (const init of source) {
+                if (requests.failed) break;
+                yield create(output, init);
+              }
+              if (requests.failed) throw requests.error;
+            } catch (err) {
+              throw requests.failed ? requests.error : err;
+            } finally {
+              void requests.return();
+            }
+          })(),
+        };
+      };
   }
-  return async (call): Promise<CallResult> => {
-    const source = handler(call.request, call.ctx) as AsyncIterable<never>;
-    return {
-      stream: (async function* () {
-        for await (const init of source) yield create(output, init);
-      })(),
-    };
+}
+
+/** The step of a method the service has no handler for: UNIMPLEMENTED, through the chain like any call. */
+function unimplementedStep(info: MethodInfo): Next {
+  return (call) => {
+    void call.requests?.return();
+    return Promise.reject(new GrpcError(Code.UNIMPLEMENTED, `method ${info.path} is not implemented`));
   };
 }
 
-/** Binds every method of every service to its handler through the chain, once, at start-up. */
+/**
+ * Binds every method of every service to its handler through the chain, once, at start-up.
+ * A method without a handler is served too: it answers UNIMPLEMENTED, and start-up warns once about it.
+ */
 export function bindMethods(services: readonly ServiceImpl[], chain: Chain): BoundMethod[] {
   const bound: BoundMethod[] = [];
   for (const service of services) {
     const handlers = service.handlers as Record<string, AnyHandler | undefined>;
     for (const desc of service.desc.methods) {
       const handler = handlers[desc.localName];
-      if (typeof handler !== "function")
-        throw new Error(`${service.desc.typeName}: no handler for ${desc.name} (expected handlers.${desc.localName})`);
       const info = methodInfo(desc);
-      bound.push({ info, invoke: chain.compose(info, handlerStep(info, handler)) });
+      if (typeof handler !== "function") {
+        rootLogger().warn({ grpcMethod: info.path }, `no handler for ${desc.name} (handlers.${desc.localName}): it answers UNIMPLEMENTED`);
+      }
+      const step = typeof handler === "function" ? handlerStep(info, handler) : unimplementedStep(info);
+      bound.push({ info, invoke: chain.compose(info, step) });
     }
   }
   return bound;

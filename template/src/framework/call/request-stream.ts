@@ -1,0 +1,100 @@
+import type { Message } from "@bufbuild/protobuf";
+
+type Inspector = (message: Message, index: number) => void;
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * The incoming messages of a client-streaming or bidi call, as the handler sees them.
+ *
+ * It pulls one message from the transport per read, so a handler that reads slowly holds the client
+ * back (flow control) and one that stops reading stops the transport reading. Interceptors look at
+ * each message with `inspect()` instead of each wrapping the stream in a generator of its own: one
+ * object per call, whatever the number of interceptors. An inspector that throws ends the stream
+ * with that error (`error` keeps it, so the call fails with it even if the handler swallows it).
+ */
+export class RequestStream implements AsyncIterableIterator<Message> {
+  readonly #source: AsyncIterator<Message>;
+  #inspectors: Inspector[] | undefined;
+  #received = 0;
+  #error: unknown;
+  #failed = false;
+  #closed = false;
+
+  /** `source` yields the decoded messages and ends when the client half-closes. */
+  constructor(source: AsyncIterator<Message>) {
+    this.#source = source;
+  }
+
+  /** Messages handed to the handler so far. */
+  get received(): number {
+    return this.#received;
+  }
+
+  /** Whether the stream failed (an inspector or the transport threw); `error` says why. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
+  get error(): unknown {
+    return this.#error;
+  }
+
+  /** Calls `fn` for each message before the handler gets it; a throw ends the call with that error. */
+  inspect(fn: Inspector): void {
+    (this.#inspectors ??= []).push(fn);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Message, undefined>> {
+    if (this.#failed) throw this.#error;
+    if (this.#closed) return DONE;
+    let step: IteratorResult<Message>;
+    try {
+      step = await this.#source.next();
+    } catch (err) {
+      this.#fail(err);
+      throw err;
+    }
+    if (step.done) {
+      this.#closed = true;
+      return DONE;
+    }
+    const index = this.#received++;
+    const inspectors = this.#inspectors;
+    if (inspectors !== undefined) {
+      try {
+        for (const inspect of inspectors) inspect(step.value, index);
+      } catch (err) {
+        this.#fail(err);
+        this.#stopSource();
+        throw err;
+      }
+    }
+    return step;
+  }
+
+  /** The handler stopped reading (`break`, an early answer or the end of the call): the rest is discarded. */
+  async return(): Promise<IteratorResult<Message, undefined>> {
+    this.#stopSource();
+    return DONE;
+  }
+
+  #fail(err: unknown): void {
+    this.#failed = true;
+    this.#error = err;
+  }
+
+  #stopSource(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#source.return?.()?.catch?.(() => {});
+    } catch {
+      // The transport's stream is already gone.
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import type { Message } from "@bufbuild/protobuf";
+import type { CallResult } from "./types.js";
+
+type OnSend = (message: Message, index: number) => void;
+type OnEnd = (error: unknown, sent: number) => void;
+type MapError = (error: unknown) => unknown;
+
+/**
+ * The outgoing messages of a server-streaming or bidi call, with the interceptors' hooks on it.
+ *
+ * Interceptors that watch a stream (count its messages, log or trace its end, map its errors) add
+ * hooks to this one object rather than each wrapping the stream in a generator: one wrapper per call,
+ * so a message costs the same whatever the number of interceptors. Hooks run in the order they were
+ * added, which is innermost interceptor first, as nested wrappers would. `ResponseStream.of()` reuses
+ * the stream when an interceptor inside already made it one.
+ */
+export class ResponseStream implements AsyncIterableIterator<Message> {
+  readonly #source: AsyncIterator<Message>;
+  #onSend: OnSend[] | undefined;
+  #onEnd: OnEnd[] | undefined;
+  #mapError: MapError[] | undefined;
+  #sent = 0;
+  #ended = false;
+
+  constructor(source: AsyncIterable<Message>) {
+    this.#source = source[Symbol.asyncIterator]();
+  }
+
+  /** `stream` itself when it is a ResponseStream, else a ResponseStream over it. */
+  static of(stream: AsyncIterable<Message>): ResponseStream {
+    return stream instanceof ResponseStream ? stream : new ResponseStream(stream);
+  }
+
+  /** Messages handed to the transport so far. */
+  get sent(): number {
+    return this.#sent;
+  }
+
+  /** Calls `fn` with each message as the transport takes it. */
+  onSend(fn: OnSend): this {
+    (this.#onSend ??= []).push(fn);
+    return this;
+  }
+
+  /**
+   * Calls `fn` once when the stream is over: after its last message (error undefined), when it fails
+   * (the error, after every `mapError`), or when the transport stops reading early (error undefined;
+   * `ctx.aborted` tells whether the client went away).
+   */
+  onEnd(fn: OnEnd): this {
+    (this.#onEnd ??= []).push(fn);
+    return this;
+  }
+
+  /** Replaces an error the stream throws (recovery turns a bug into INTERNAL here). */
+  mapError(fn: MapError): this {
+    (this.#mapError ??= []).push(fn);
+    return this;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Message, undefined>> {
+    if (this.#ended) return { done: true, value: undefined };
+    let step: IteratorResult<Message>;
+    try {
+      step = await this.#source.next();
+    } catch (err) {
+      throw this.#fail(err);
+    }
+    if (step.done) {
+      this.#end(undefined);
+      return { done: true, value: undefined };
+    }
+    const index = this.#sent++;
+    const onSend = this.#onSend;
+    if (onSend !== undefined) {
+      try {
+        for (const fn of onSend) fn(step.value, index);
+      } catch (err) {
+        void this.#source.return?.();
+        throw this.#fail(err);
+      }
+    }
+    return step;
+  }
+
+  /** The transport stopped reading: the handler's generator is closed (its `finally` runs). */
+  async return(): Promise<IteratorResult<Message, undefined>> {
+    if (this.#ended) return { done: true, value: undefined };
+    try {
+      await this.#source.return?.();
+    } catch (err) {
+      throw this.#fail(err);
+    }
+    this.#end(undefined);
+    return { done: true, value: undefined };
+  }
+
+  #fail(err: unknown): unknown {
+    let error = err;
+    if (this.#mapError !== undefined) for (const map of this.#mapError) error = map(error);
+    this.#end(error);
+    return error;
+  }
+
+  #end(error: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#onEnd !== undefined) for (const fn of this.#onEnd) fn(error, this.#sent);
+  }
+}
+
+/** The result's stream as a ResponseStream (the same object when it already is one); undefined for one message. */
+export function responseStreamOf(result: CallResult): ResponseStream | undefined {
+  if ("message" in result) return undefined;
+  return ResponseStream.of(result.stream);
+}
