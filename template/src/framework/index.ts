@@ -8,7 +8,15 @@ export { type Claims, claimsOf, requireClaims } from "./auth/claims.js";
 export { type TokenVerifier, verifyOptions } from "./auth/jwt.js";
 export type { NamedInterceptor } from "./call/chain.js";
 export { addToContext, CallContext, currentContext } from "./call/context.js";
-export type { ServerStreamingHandler, ServiceHandlers, UnaryHandler } from "./call/handlers.js";
+export type {
+  BidiStreamingHandler,
+  ClientStreamingHandler,
+  ServerStreamingHandler,
+  ServiceHandlers,
+  UnaryHandler,
+} from "./call/handlers.js";
+export { RequestStream } from "./call/request-stream.js";
+export { ResponseStream } from "./call/response-stream.js";
 export { Code, codeName, GrpcError } from "./call/status.js";
 export type { Call, CallResult, Interceptor, MethodInfo, Next } from "./call/types.js";
 export { type Client, createClient } from "./client/client.js";
