@@ -458,10 +458,11 @@ describe("per-service auth override", () => {
 describe("rejected calls and the rest of the chain", () => {
   test("consume no rate-limit tokens, write no response-time line, and leave one warn line each", async () => {
     await withServer({ ...JWT_ENV, RATE_LIMIT_PER_SECOND: "0.01", RATE_LIMIT_BURST: "1" }, async (server) => {
-      for (let i = 0; i < 3; i++) await assertRejected(server, { authorization: "Bearer nope" }, `rejected call ${i}`);
+      // Fewer than the burst of rejection lines (5): each gets its line.
+      for (let i = 0; i < 2; i++) await assertRejected(server, { authorization: "Bearer nope" }, `rejected call ${i}`);
       assert.ok(!server.logs.some((l) => l.msg === "response time"), "no response-time line for rejected calls");
       const warns = server.logs.filter((l) => l.msg === "unauthenticated");
-      assert.equal(warns.length, 6, "one warn line per rejected call (3 over gRPC, 3 over HTTP)");
+      assert.equal(warns.length, 4, "one warn line per rejected call (2 over gRPC, 2 over HTTP)");
       for (const w of warns) {
         assert.equal(w.level, "warn");
         assert.equal(w.grpcMethod, "/example.v1.ExampleService/Echo");
@@ -473,6 +474,32 @@ describe("rejected calls and the rest of the chain", () => {
       const valid = bearer(await token());
       assert.equal((await client.echo({ message: "first" }, { metadata: valid })).message, "first");
       assert.equal((await grpcError(client.echo({ message: "second" }, { metadata: valid }))).code, Code.RESOURCE_EXHAUSTED);
+    });
+  });
+});
+
+describe("a flood of bad credentials", () => {
+  test("1,000 bad tokens write a few warn lines a second, each counting the ones dropped, and all 1,000 are counted in /metrics", async () => {
+    await withServer(JWT_ENV, async (server) => {
+      const client = server.client(ExampleService);
+      const bad = { metadata: bearer(await token({ secret: "forged-0123456789abcdef-0123456789abcdef" })) };
+      const started = performance.now();
+      for (let batch = 0; batch < 20; batch++) {
+        const codes = await Promise.all(Array.from({ length: 50 }, () => grpcError(client.echo({ message: "flood" }, bad))));
+        assert.ok(codes.every((e) => e.code === Code.UNAUTHENTICATED));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const lines = server.logs.filter((l) => l.msg === "unauthenticated");
+      // A burst of 5, then 5 a second: however long the flood took on this machine, never more than that.
+      assert.ok(lines.length >= 5, `${lines.length} lines`);
+      assert.ok(lines.length <= 5 + Math.ceil(5 * seconds) + 1, `${lines.length} lines in ${seconds.toFixed(2)} s`);
+      const reported = lines.reduce((sum, l) => sum + 1 + Number(l.dropped ?? 0), 0);
+      assert.ok(reported <= 1000 && lines.some((l) => Number(l.dropped) > 0), "later lines count the dropped ones");
+      for (const l of lines) assert.equal(l.reason, "invalid credentials");
+      const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+      const labels = 'grpc_type="unary",grpc_service="example.v1.ExampleService",grpc_method="Echo"';
+      assert.match(metrics, new RegExp(`^grpc_server_unauthenticated_total\\{${labels},reason="invalid"\\} 1000$`, "m"));
+      assert.match(metrics, new RegExp(`^grpc_server_handled_total\\{${labels},grpc_code="Unauthenticated"\\} 1000$`, "m"));
     });
   });
 });

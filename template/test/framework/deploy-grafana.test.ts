@@ -128,6 +128,16 @@ describe("deploy/grafana/dashboard.json", () => {
     } finally {
       await server.close();
     }
+    // Rejection series appear with the first rejection: a service with auth on, called without credentials.
+    const authed = await startTestServer([exampleService], { JWT_SECRET: "grafana-test-secret-0123456789abcdef" });
+    try {
+      assert.equal((await statusOf(authed.client(ExampleService).echo({ message: "no token" }))).code, Code.UNAUTHENTICATED);
+      for (const [name, labels] of exposition(await (await fetch(`${authed.httpUrl}/metrics`)).text())) {
+        exposed.set(name, new Set([...(exposed.get(name) ?? []), ...labels]));
+      }
+    } finally {
+      await authed.close();
+    }
   });
 
   test("is a Grafana dashboard named after the service, on a Prometheus data source variable", () => {
@@ -146,7 +156,7 @@ describe("deploy/grafana/dashboard.json", () => {
     }
   });
 
-  test("covers traffic, errors, latency, the gateway, rate limiting, outbound calls, workers and the process", () => {
+  test("covers traffic, errors, latency, the gateway, rate limiting, rejections by code, outbound calls, workers and the process", () => {
     const all = queries.map((q) => q.expr).join("\n");
     for (const needed of [
       /rate\(grpc_server_handled_total/,
@@ -157,6 +167,8 @@ describe("deploy/grafana/dashboard.json", () => {
       /http_server_requests_total/,
       /http_server_request_duration_seconds_bucket/,
       /grpc_server_rate_limited_total/,
+      /sum by \(grpc_code\) \(rate\(grpc_server_handled_total\{[^}]*grpc_code=~"Unauthenticated\|[^"]*ResourceExhausted\|InvalidArgument\|DeadlineExceeded"/,
+      /sum by \(reason\) \(rate\(grpc_server_unauthenticated_total/,
       /sum by \(grpc_service, grpc_method\) \(rate\(grpc_client_handled_total/,
       /sum by \(grpc_code\) \(rate\(grpc_client_handled_total\{[^}]*grpc_code!="OK"/,
       /rate\(grpc_client_retries_total/,

@@ -50,3 +50,29 @@ test("promtool check metrics accepts the real output, after traffic of every sha
   assert.equal(output, "", "no findings");
   assert.equal(code, 0);
 });
+
+test("promtool check metrics accepts the output after auth and rate-limit rejections", async (t) => {
+  const server = await startTestServer([exampleService], {
+    JWT_SECRET: "promtool-test-secret-0123456789abcdef",
+    RATE_LIMIT_PER_SECOND: "0.01",
+    RATE_LIMIT_BURST: "1",
+  });
+  t.after(() => server.close());
+  const client = server.client(ExampleService);
+  assert.equal((await statusOf(client.echo({ message: "no token" }))).code, Code.UNAUTHENTICATED);
+  assert.equal(
+    (await statusOf(client.echo({ message: "bad" }, { metadata: { authorization: "Bearer a, Bearer b" } }))).code,
+    Code.UNAUTHENTICATED,
+  );
+  for await (const _ of client.countdown({ from: 1 })) {
+    // public (the service's override): takes the only rate-limit token
+  }
+  assert.equal((await statusOf(client.countdown({ from: 1 })[Symbol.asyncIterator]().next())).code, Code.RESOURCE_EXHAUSTED);
+  const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+  assert.match(text, /^grpc_server_unauthenticated_total\{.*grpc_method="Echo",reason="missing"\} 1$/m);
+  assert.match(text, /^grpc_server_unauthenticated_total\{.*grpc_method="Echo",reason="repeated"\} 1$/m);
+  assert.match(text, /^grpc_server_handled_total\{.*grpc_method="Countdown",grpc_code="ResourceExhausted"\} 1$/m);
+  const { code, output } = await promtool(text);
+  assert.equal(output, "", "no findings");
+  assert.equal(code, 0);
+});

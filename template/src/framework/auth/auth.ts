@@ -3,6 +3,7 @@ import type { CallContext } from "../call/context.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
 import type { Config } from "../config/schema.js";
+import { LineBudget } from "../logging/line-budget.js";
 import type { ServiceImpl } from "../server/service.js";
 import { apiKeyCheck } from "./api-keys.js";
 import { tokenVerifier } from "./jwt.js";
@@ -13,11 +14,31 @@ import { tokenVerifier } from "./jwt.js";
  */
 export type Authenticate = (ctx: CallContext) => Promise<void>;
 
-/** Why a call was rejected: for the warn line only, never for the caller. */
+/** Why a call was rejected: the warn line's `reason` and the metric's label, never told to the caller. */
+export type RejectionReason =
+  | "missing credentials"
+  | "invalid credentials"
+  | "repeated credentials"
+  | "rejected by the service's auth override";
+
+/** The `reason` label of `grpc_server_unauthenticated_total`. */
+const REASON_LABEL: Record<RejectionReason, string> = {
+  "missing credentials": "missing",
+  "invalid credentials": "invalid",
+  "repeated credentials": "repeated",
+  "rejected by the service's auth override": "service_override",
+};
+
+/** Counts a rejected call of the method with this gRPC path (the metrics' `onUnauthenticated`), by reason label. */
+export type OnRejected = (path: string, reason: string) => void;
+
+/** Rejection warn lines per second, at most: an unauthenticated client can send as many bad credentials as it likes. */
+const REJECTION_LINES_PER_SECOND = 5;
+
 class Rejection extends Error {
-  readonly reason: string;
+  readonly reason: RejectionReason;
   readonly fields: Record<string, unknown>;
-  constructor(reason: string, fields: Record<string, unknown> = {}) {
+  constructor(reason: RejectionReason, fields: Record<string, unknown> = {}) {
     super(reason);
     this.reason = reason;
     this.fields = fields;
@@ -88,21 +109,25 @@ export function authenticator(config: Config): Authenticate | undefined {
 const ALLOWED = Promise.resolve();
 const allow: Authenticate = () => ALLOWED;
 
+const OVERRIDE_REJECTION = { reason: "rejected by the service's auth override", fields: {} } as const;
+
 function refuseOnFalse(verdict: unknown): void {
   if (verdict === false) throw new Rejection("rejected by the service's auth override");
 }
 
 /**
  * The auth interceptor, first in the chain: calls it rejects never reach the timeout, the rate limiter
- * or the response-time log; each leaves one warn line that names the reason, never the credential.
- * A service with an `authorize` override decides alone for its methods. Undefined (no chain entry)
- * when auth is off and no service overrides it; a method needing no check gets `next` itself.
+ * or the response-time log. Each is counted (`onRejected`) and leaves a warn line that names the reason,
+ * never the credential; those lines are limited to a few a second, each saying how many were dropped
+ * before it (`dropped`). A service with an `authorize` override decides alone for its methods. Undefined
+ * (no chain entry) when auth is off and no service overrides it; a method needing no check gets `next` itself.
  */
-export function authInterceptor(config: Config, services: readonly ServiceImpl[] = []): Interceptor | undefined {
+export function authInterceptor(config: Config, services: readonly ServiceImpl[] = [], onRejected?: OnRejected): Interceptor | undefined {
   const global = authenticator(config);
   const overrides = new Map(services.filter((s) => typeof s.authorize === "function").map((s) => [s.desc.typeName, s]));
   if (!global && overrides.size === 0) return undefined;
   const authenticate = global ?? allow;
+  const lines = new LineBudget(REJECTION_LINES_PER_SECOND);
   return (next, method) => {
     const service = overrides.get(method.service);
     const check: Authenticate | undefined = service
@@ -117,8 +142,11 @@ export function authInterceptor(config: Config, services: readonly ServiceImpl[]
       try {
         await check(call.ctx);
       } catch (err) {
-        const { reason, fields } = err instanceof Rejection ? err : { reason: "rejected by the service's auth override", fields: {} };
-        call.ctx.logger.warn({ ...fields, reason }, "unauthenticated");
+        const { reason, fields } = err instanceof Rejection ? err : OVERRIDE_REJECTION;
+        onRejected?.(method.path, REASON_LABEL[reason]);
+        const dropped = lines.take();
+        if (dropped !== undefined)
+          call.ctx.logger.warn(dropped > 0 ? { ...fields, reason, dropped } : { ...fields, reason }, "unauthenticated");
         throw unauthenticated();
       }
       return next(call);

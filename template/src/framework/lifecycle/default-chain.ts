@@ -21,7 +21,7 @@ export interface ChainDeps {
   tracing: boolean;
   /** The served services: those with an `authorize` override decide auth for their own methods. */
   services?: readonly ServiceImpl[];
-  /** The process's metrics, for the rate limiter's rejection count (none when DISABLE_PROMETHEUS). */
+  /** The process's metrics, for the rejection counts of auth and the rate limiter (none when DISABLE_PROMETHEUS). */
   metrics?: ServerMetrics;
 }
 
@@ -33,7 +33,7 @@ export interface ChainDeps {
  */
 export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInterceptor[] {
   // Absent when JWT_SECRET and API_KEYS are unset and no service has an auth override.
-  const auth = authInterceptor(config, deps.services);
+  const auth = authInterceptor(config, deps.services, deps.metrics?.onUnauthenticated);
   const chain: (NamedInterceptor | false | undefined)[] = [
     auth && { name: "auth", interceptor: auth },
     { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },

@@ -23,10 +23,12 @@ const PROMTOOL_REJECTED = ["nodejs_active_handles_total", "nodejs_active_request
 /** One served method's series, looked up once when the chain is composed; the interceptor only adds to them. */
 export class MethodStats extends CallStats {
   readonly rateLimited: CounterSeries;
+  readonly labels: GrpcLabels;
 
   constructor(families: ServerFamilies, info: MethodInfo) {
     const labels: GrpcLabels = grpcLabels(info.desc);
     super(families, labels);
+    this.labels = labels;
     this.rateLimited = families.rateLimited.series(...labels);
   }
 }
@@ -82,6 +84,9 @@ export class ServerMetrics {
   readonly #methods = new Map<string, MethodStats>();
   readonly #routes = new Map<GatewayRoute, RouteStats>();
   readonly #unmatched = new Map<string, RouteStats>();
+  readonly #unauthenticated: CounterFamily;
+  /** Rejection series by method path and reason, made on first use (a rejection is not the hot path). */
+  readonly #rejections = new Map<string, CounterSeries>();
   #processMetrics = false;
 
   constructor(config: Pick<Config, "ENABLE_PROMETHEUS_GRPC_HISTOGRAM" | "PROMETHEUS_GRPC_HISTOGRAM_BUCKETS">) {
@@ -95,6 +100,11 @@ export class ServerMetrics {
         GRPC_LABELS,
       ).registerIn(r),
     };
+    this.#unauthenticated = new CounterFamily(
+      "grpc_server_unauthenticated_total",
+      "Total number of RPCs rejected by authentication (UNAUTHENTICATED), by reason: missing, invalid or repeated credentials, or the service's override.",
+      [...GRPC_LABELS, "reason"],
+    ).registerIn(r);
     this.clients = new ClientMetrics(r, config);
     this.#http = {
       requests: new CounterFamily(
@@ -117,6 +127,18 @@ export class ServerMetrics {
     if (!stats) this.#methods.set(info.path, (stats = new MethodStats(this.#grpc, info)));
     return stats;
   }
+
+  /** Auth's `onRejected`: counts a rejection of the method with this gRPC path, for this reason. */
+  readonly onUnauthenticated = (path: string, reason: string): void => {
+    const key = `${path} ${reason}`;
+    let series = this.#rejections.get(key);
+    if (!series) {
+      const stats = this.#methods.get(path);
+      if (!stats) return;
+      this.#rejections.set(key, (series = this.#unauthenticated.series(...stats.labels, reason)));
+    }
+    series.value++;
+  };
 
   /** The rate limiter's `onReject`: counts a rejection of the method with this gRPC path. */
   readonly onRateLimited = (path: string): void => {
