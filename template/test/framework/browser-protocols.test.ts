@@ -131,6 +131,17 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
     );
   });
 
+  test("Connect unary: malformed JSON is invalid_argument, a body over GRPC_MAX_RECV_MSG_SIZE resource_exhausted", async () => {
+    const post = (body: string | Uint8Array, type = "application/json") =>
+      fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, { method: "POST", headers: { "content-type": type }, body });
+    const bad = await post('{"message":');
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { code: string }).code, "invalid_argument");
+    const big = await post(new Uint8Array(4 * 1024 * 1024 + 1), "application/proto");
+    assert.equal(big.status, 429, "Connect's HTTP status for resource_exhausted");
+    assert.equal(((await big.json()) as { code: string }).code, "resource_exhausted");
+  });
+
   test("gRPC-Web text (base64) frames answer in the text form with the status in the trailer frame", async () => {
     // Echo{message:"t"}: field 1, length 1, "t".
     const frame = Buffer.from([0, 0, 0, 0, 3, 0x0a, 1, 0x74]);

@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { DescMessage, Message, MessageShape } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 import {
   Code as ConnectCode,
   ConnectError,
@@ -16,16 +15,16 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { CallContext, runInContext } from "../call/context.js";
 import { grpcTimeoutWithinTimer, MAX_TIMER_MS } from "../call/deadline.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
-import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import { GrpcError } from "../call/status.js";
 import type { Call, MethodInfo } from "../call/types.js";
-import { detailsFromMetadata, detailTypes } from "../errors/wire.js";
 import type { BoundMethod } from "../server/methods.js";
+import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
+import { serveConnectUnary } from "./connect-unary.js";
 import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
 
 export interface BrowserProtocolOptions {
@@ -36,66 +35,7 @@ export interface BrowserProtocolOptions {
   log: Logger;
 }
 
-/**
- * Request headers that describe the HTTP exchange or the protocol, not the call: everything else
- * becomes call metadata, as gRPC-Web and Connect clients send custom metadata as plain headers.
- */
-const NOT_METADATA = new Set([
-  "host",
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "upgrade",
-  "te",
-  "content-type",
-  "content-length",
-  "content-encoding",
-  "accept",
-  "accept-encoding",
-  "accept-language",
-  "user-agent",
-  "origin",
-  "referer",
-  "cookie",
-  "priority",
-  "pragma",
-  "cache-control",
-  "connect-protocol-version",
-  "connect-timeout-ms",
-  "connect-content-encoding",
-  "connect-accept-encoding",
-  "x-grpc-web",
-  "x-user-agent",
-]);
-const VALID_KEY = /^[0-9a-z._-]+$/;
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
-
 const RAW_HEADERS = createContextKey<IncomingHttpHeaders>({}, { description: "the HTTP request's headers" });
-
-/** The headers of a gRPC-Web or Connect request as call metadata (`-bin` keys carry base64). */
-function metadataOf(headers: IncomingHttpHeaders): Metadata {
-  const md = new Metadata();
-  for (const name in headers) {
-    if (NOT_METADATA.has(name) || name.startsWith("grpc-") || name.startsWith("sec-") || !VALID_KEY.test(name)) continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    const binary = name.endsWith("-bin");
-    for (const v of Array.isArray(value) ? value : [value]) {
-      if (binary) md.add(name, Buffer.from(v, "base64"));
-      else if (PRINTABLE_ASCII.test(v)) md.add(name, v);
-    }
-  }
-  return md;
-}
-
-/** Response metadata onto the protocol's headers or trailers (reserved `grpc-` keys stay out). */
-function copyMetadata(md: Metadata, headers: Headers): void {
-  const all = md.toJSON();
-  for (const key in all) {
-    if (key.startsWith("grpc-")) continue;
-    for (const v of all[key]!) headers.append(key, typeof v === "string" ? v : v.toString("base64"));
-  }
-}
 
 /**
  * Connect aborts its signal on every end of the call, a normal one included: only an abort before
@@ -136,28 +76,6 @@ function contextFor(info: MethodInfo, hctx: HandlerContext, cancellation: Protoc
   });
   ctx.fields.protocol = hctx.protocolName;
   return ctx;
-}
-
-/** A failed call in the protocol's terms: code, message, typed details; its metadata as headers (or trailers). */
-function connectError(err: unknown, ctx: CallContext): ConnectError {
-  const status = asGrpcError(err) ?? new GrpcError(Code.INTERNAL, "internal error");
-  const headers = new Headers();
-  copyMetadata(status.metadata, headers);
-  copyMetadata(ctx.responseHeader, headers);
-  copyMetadata(ctx.responseTrailer, headers);
-  if (status.code === Code.UNAUTHENTICATED) headers.set("www-authenticate", "Bearer");
-  // In-process the details are still messages; from a downstream gRPC call they come packed in its trailer.
-  const messages: Message[] =
-    status.details.length > 0
-      ? status.details
-      : detailsFromMetadata(status.metadata)
-          .map((any) => anyUnpack(any, detailTypes))
-          .filter((m): m is Message => m !== undefined);
-  const details = messages.flatMap((value) => {
-    const desc = detailTypes.getMessage(value.$typeName);
-    return desc ? [{ desc, value: value as MessageShape<DescMessage> }] : [];
-  });
-  return new ConnectError(status.message, status.code as number as ConnectCode, headers, details);
 }
 
 /** The implementation Connect calls for one method: one entry into the method's chain per call. */
@@ -256,6 +174,7 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
     if (method.info.kind !== "unary" && method.info.kind !== "server_streaming") continue;
     router.rpc(method.info.desc as never, implementation(method, method.info.path) as never);
   }
+  const unary = new Map(options.methods.filter((m) => m.info.kind === "unary").map((m) => [m.info.path, m]));
   const methodsByPath = new Map<string, string[]>();
   for (const handler of router.handlers) {
     methodsByPath.set(handler.requestPath, [...handler.allowedMethods].sort());
@@ -263,19 +182,20 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
       method: handler.allowedMethods,
       url: handler.requestPath,
       exposeHeadRoute: false,
-      onRequest: serve(handler, options.log),
+      onRequest: serve(handler, unary.get(handler.requestPath), options),
       handler: () => {}, // never reached: the hook answers
     });
   }
   return (path) => methodsByPath.get(path) ?? [];
 }
 
-function serve(handler: UniversalHandler, log: Logger) {
+function serve(handler: UniversalHandler, unary: BoundMethod | undefined, { readMaxBytes, log }: BrowserProtocolOptions) {
   return (req: FastifyRequest, reply: FastifyReply): void => {
     reply.hijack();
     const res = reply.raw;
     const set = reply.getHeaders();
     for (const name in set) res.setHeader(name, set[name]!);
+    if (unary && serveConnectUnary(unary, req.raw, res, readMaxBytes, log)) return;
     const headers = req.raw.headers;
     clampTimeouts(headers);
     const text = isGrpcWebText(headers["content-type"]);

@@ -1,0 +1,124 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { fromBinary, fromJsonString, type Message, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import type { Logger } from "pino";
+import { CallContext, runInContext } from "../call/context.js";
+import { MAX_TIMER_MS } from "../call/deadline.js";
+import { LazyAbortController } from "../call/lazy-abort.js";
+import type { BoundMethod } from "../server/methods.js";
+import { connectError, metadataOf } from "./connect-bridge.js";
+
+/**
+ * The Connect protocol's plainest and most common call, a unary POST of `application/json` or
+ * `application/proto` without compression, served straight into our chain: the Connect project's
+ * handler costs per call AbortSignals, Headers objects, async iterables and several promises that a
+ * single message does not need (measured: it made our Connect JSON slower than connect-node itself).
+ * Hand-written for that one shape only; its error body and status table are the Connect project's own
+ * (errorToJsonBytes, codeToHttpStatus). Every other request (GET, compression, streams, gRPC-Web, a
+ * protocol version other than 1) returns false and goes to the Connect project's handler.
+ */
+export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res: ServerResponse, maxBytes: number, log: Logger): boolean {
+  if (req.method !== "POST") return false;
+  const headers = req.headers;
+  const type = headers["content-type"];
+  const json = type === "application/json" || type === "application/json; charset=utf-8";
+  if (!json && type !== "application/proto") return false;
+  const encoding = headers["content-encoding"];
+  if (encoding !== undefined && encoding !== "identity") return false;
+  const version = headers["connect-protocol-version"];
+  if (version !== undefined && version !== "1") return false;
+  const timeout = headers["connect-timeout-ms"];
+  if (timeout !== undefined && (typeof timeout !== "string" || !/^\d{1,10}$/.test(timeout))) return false; // Connect's handler words the error
+
+  const controller = new LazyAbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const info = method.info;
+  const ctx = new CallContext({
+    method: info,
+    transport: "http",
+    metadata: metadataOf(headers),
+    controller,
+    deadline: timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + Math.min(Number(timeout), MAX_TIMER_MS),
+    httpPath: info.path,
+  });
+  ctx.fields.protocol = "connect";
+  readBody(req, maxBytes)
+    .then(
+      (body) => {
+        let request: Message;
+        try {
+          request = json
+            ? fromJsonString(info.desc.input, body.toString("utf8"), { ignoreUnknownFields: true })
+            : fromBinary(info.desc.input, body);
+        } catch (err) {
+          return sendError(res, new ConnectError(`cannot decode request: ${(err as Error).message}`, ConnectCode.InvalidArgument));
+        }
+        return runInContext(ctx, () => method.invoke({ method: info, ctx, request })).then(
+          (result) => {
+            if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
+            const out = json ? toJsonString(info.desc.output, result.message) : toBinary(info.desc.output, result.message);
+            const head: Record<string, string | string[]> = {
+              "content-type": json ? "application/json" : "application/proto",
+              "content-length": String(Buffer.byteLength(out)),
+            };
+            addMetadata(head, ctx.responseHeader.toJSON(), "");
+            addMetadata(head, ctx.responseTrailer.toJSON(), "trailer-"); // unary trailers travel as prefixed headers
+            res.writeHead(200, head).end(out);
+          },
+          (err: unknown) => sendError(res, connectError(err, ctx)),
+        );
+      },
+      (err: ConnectError) => sendError(res, err),
+    )
+    .catch((err: unknown) => {
+      log.debug({ err, path: info.path }, "connect response failed");
+      if (!res.headersSent) res.destroy();
+    });
+  return true;
+}
+
+function addMetadata(head: Record<string, string | string[]>, md: Record<string, (string | Buffer)[]>, prefix: string): void {
+  for (const key in md) {
+    if (key.startsWith("grpc-")) continue;
+    const values = md[key]!.map((v) => (typeof v === "string" ? v : v.toString("base64")));
+    head[prefix + key] = values.length === 1 ? values[0]! : values;
+  }
+}
+
+/** Connect's unary error: the code's HTTP status, its JSON body, the error's metadata as headers. */
+function sendError(res: ServerResponse, err: ConnectError): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = errorToJsonBytes(err, undefined);
+  const head: Record<string, string | string[]> = { "content-type": "application/json", "content-length": String(body.byteLength) };
+  err.metadata.forEach((value, key) => {
+    head[key] = value;
+  });
+  res.writeHead(codeToHttpStatus(err.code), head).end(body);
+}
+
+/** The whole body, refused past `maxBytes` (RESOURCE_EXHAUSTED, as Connect's readMaxBytes). */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (declared > maxBytes) return Promise.reject(tooLarge(declared, maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeAllListeners("data");
+        req.resume();
+        reject(tooLarge(size, maxBytes));
+      } else chunks.push(chunk);
+    });
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("error", () => reject(new ConnectError("request body broken", ConnectCode.Canceled)));
+  });
+}
+
+function tooLarge(size: number, max: number): ConnectError {
+  return new ConnectError(`message size ${size} is larger than configured readMaxBytes ${max}`, ConnectCode.ResourceExhausted);
+}
