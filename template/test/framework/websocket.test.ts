@@ -75,6 +75,47 @@ describe("WebSocket streams", () => {
     assert.deepEqual(out.frames, [{ result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }]);
   });
 
+  test("bidi: each request frame is answered as it arrives; the half-close ends the call OK", async () => {
+    const out = await call(`${ws}/example.v1.ExampleService/Chat`, ['{"text":"a"}', '{"text":"b"}', '{"text":"c"}', ""]);
+    assert.deepEqual(out.frames, [
+      { result: { text: "a", seq: 1 } },
+      { result: { text: "b", seq: 2 } },
+      { result: { text: "c", seq: 3 } },
+      { end: {} },
+    ]);
+    assert.equal(out.code, 1000);
+  });
+
+  test("bidi: the answer to each message comes before the next message is sent (a real conversation)", async () => {
+    const replies = await new Promise<unknown[]>((resolve) => {
+      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Chat`, [WS_PROTOCOL]);
+      const frames: unknown[] = [];
+      socket.onopen = () => socket.send('{"text":"ping 1"}');
+      socket.onmessage = (e) => {
+        const frame = JSON.parse(String(e.data)) as { result?: { seq: number } };
+        frames.push(frame);
+        if (frame.result?.seq === 1) socket.send('{"text":"ping 2"}');
+        else if (frame.result?.seq === 2) socket.send("");
+      };
+      socket.onclose = () => resolve(frames);
+    });
+    assert.deepEqual(replies, [{ result: { text: "ping 1", seq: 1 } }, { result: { text: "ping 2", seq: 2 } }, { end: {} }]);
+  });
+
+  test("client streaming: every request frame is read, one result after the half-close", async () => {
+    const out = await call(`${ws}/example.v1.ExampleService/Sum`, ['{"value":"1"}', '{"value":2}', '{"value":"3"}', ""]);
+    assert.deepEqual(out.frames, [{ result: { sum: "6", count: 3 } }, { end: {} }]);
+    const none = await call(`${ws}/example.v1.ExampleService/Sum`, [""]);
+    assert.deepEqual(none.frames, [{ result: { sum: "0", count: 0 } }, { end: {} }]);
+  });
+
+  test("bidi: an invalid message in the middle ends the call with INVALID_ARGUMENT after the earlier answers", async () => {
+    const out = await call(`${ws}/example.v1.ExampleService/Chat`, ['{"text":"ok"}', '{"text":""}', '{"text":"never"}']);
+    assert.deepEqual(out.frames[0], { result: { text: "ok", seq: 1 } });
+    assert.equal((out.frames.at(-1) as { error?: { code: number } }).error?.code, 3);
+    assert.equal(out.frames.length, 2);
+  });
+
   test("an invalid request ends the call with an error frame carrying the details, then a normal close", async () => {
     const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":0}']);
     assert.equal(out.frames.length, 1);

@@ -1,7 +1,7 @@
 /**
  * A page served from another origin calls the service in headless Chromium (Debian's chromium):
  * Echo through a Connect and a gRPC-Web client (@connectrpc/connect-web, bundled by esbuild, typed
- * from the service's generated code), Countdown through EventSource, and a stream over WebSocket, all
+ * from the service's generated code), Countdown through EventSource, and Countdown and a Chat over WebSocket, all
  * allowed by CORS_ALLOWED_ORIGINS; the same page on an origin not listed gets nothing. A screenshot of
  * the page is kept in test-results/ (not committed).
  */
@@ -75,7 +75,7 @@ describe("a page on another origin calls the service", () => {
     pages?.server.close();
   });
 
-  test("Connect, gRPC-Web, EventSource and WebSocket from an allowed origin", async () => {
+  test("Connect, gRPC-Web, EventSource and WebSocket (server stream and bidi Chat) from an allowed origin", async () => {
     const page = await openPage(browser, `${allowed}/`);
     try {
       const connect = await page.evaluate(
@@ -101,6 +101,15 @@ describe("a page on another origin calls the service", () => {
         [`${ws}/example.v1.ExampleService/Countdown`, WS_PROTOCOL],
       );
       assert.deepEqual(stream, { frames: [{ result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }], code: 1000 });
+
+      const chat = await page.evaluate(
+        ([url, protocol]) => (globalThis as unknown as PageGlobals).api.webSocket(url!, [protocol!], [{ text: "hi" }, { text: "there" }]),
+        [`${ws}/example.v1.ExampleService/Chat`, WS_PROTOCOL],
+      );
+      assert.deepEqual(chat, {
+        frames: [{ result: { text: "hi", seq: 1 } }, { result: { text: "there", seq: 2 } }, { end: {} }],
+        code: 1000,
+      });
 
       mkdirSync(RESULTS, { recursive: true });
       await page.screenshot({ path: join(RESULTS, "browser-protocols.png"), fullPage: true });

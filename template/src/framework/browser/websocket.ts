@@ -7,8 +7,10 @@ import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { CallContext, runInContext } from "../call/context.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
+import { emptyRequestOf } from "../call/method.js";
+import { RequestStream } from "../call/request-stream.js";
 import { Code, GrpcError } from "../call/status.js";
-import type { MethodInfo } from "../call/types.js";
+import { type MethodInfo, streamsRequests } from "../call/types.js";
 import { httpError } from "../gateway/errors.js";
 import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
 import { decodeRequest } from "../gateway/request.js";
@@ -33,6 +35,9 @@ const HIGH_WATER_BYTES = 64 * 1024;
 const JSON_READ = { ignoreUnknownFields: true } as const;
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 const END_FRAME = '{"end":{}}';
+/** A client-streaming or bidi call pauses the socket with this many requests unread, and resumes at the low mark. */
+const QUEUE_HIGH = 32;
+const QUEUE_LOW = 8;
 const CANCELLED = new GrpcError(Code.CANCELLED, "the client closed the WebSocket");
 
 export interface WebSocketOptions {
@@ -148,6 +153,77 @@ function addCredentials(header: string | undefined, metadata: Metadata): string 
   return undefined;
 }
 
+/**
+ * The request messages of a client-streaming or bidi call as frames arrive: queued until the handler
+ * reads them, the socket paused while too many wait (flow control), ended by the half-close frame.
+ */
+class FrameQueue implements AsyncIterator<Message> {
+  readonly #ws: WebSocket;
+  readonly #queue: Message[] = [];
+  #waiting: { resolve: (step: IteratorResult<Message>) => void; reject: (err: unknown) => void } | undefined;
+  #ended = false;
+  #error: unknown;
+  #paused = false;
+
+  constructor(ws: WebSocket) {
+    this.#ws = ws;
+  }
+
+  push(message: Message): void {
+    if (this.#ended) return;
+    if (this.#waiting) {
+      this.#take().resolve({ done: false, value: message });
+      return;
+    }
+    this.#queue.push(message);
+    if (this.#queue.length >= QUEUE_HIGH && !this.#paused) {
+      this.#paused = true;
+      this.#ws.pause();
+    }
+  }
+
+  /** The half-close (`error` undefined) or a failure: the stream ends once the queued messages are read. */
+  end(error?: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#error = error;
+    if (this.#waiting && this.#queue.length === 0) {
+      const waiting = this.#take();
+      if (error === undefined) waiting.resolve({ done: true, value: undefined });
+      else waiting.reject(error);
+    }
+  }
+
+  next(): Promise<IteratorResult<Message>> {
+    const message = this.#queue.shift();
+    if (message !== undefined) {
+      if (this.#paused && this.#queue.length <= QUEUE_LOW) {
+        this.#paused = false;
+        this.#ws.resume();
+      }
+      return Promise.resolve({ done: false, value: message });
+    }
+    if (this.#ended) return this.#error === undefined ? Promise.resolve({ done: true, value: undefined }) : Promise.reject(this.#error);
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+    });
+  }
+
+  /** The handler stopped reading: whatever else arrives is discarded. */
+  return(): Promise<IteratorResult<Message>> {
+    this.end();
+    this.#queue.length = 0;
+    if (this.#paused) this.#ws.resume();
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  #take() {
+    const waiting = this.#waiting!;
+    this.#waiting = undefined;
+    return waiting;
+  }
+}
+
 /** One call over one WebSocket. */
 class StreamCall {
   readonly #ws: WebSocket;
@@ -156,6 +232,8 @@ class StreamCall {
   readonly #ctx: CallContext;
   readonly #controller = new LazyAbortController();
   readonly #log: Logger;
+  /** Client-streaming and bidi calls: the requests as they arrive. */
+  readonly #requests: FrameQueue | undefined;
   #started = false;
   #ended = false;
   #timer: NodeJS.Timeout | undefined;
@@ -174,6 +252,7 @@ class StreamCall {
       httpPath: path,
     });
     this.#ctx.fields.protocol = "websocket";
+    this.#requests = streamsRequests(this.#info.kind) ? new FrameQueue(ws) : undefined;
   }
 
   start(): void {
@@ -181,10 +260,17 @@ class StreamCall {
     ws.on("message", (data, isBinary) => this.#onFrame(data, isBinary));
     ws.on("close", () => {
       clearTimeout(this.#timer);
+      this.#requests?.end(CANCELLED);
       this.#ended = true;
       this.#controller.abort(CANCELLED);
     });
     ws.on("error", (err) => this.#log.debug({ err, path: this.#info.path }, "websocket error"));
+    if (this.#requests) {
+      // The call starts at once; its handler reads the requests as they come.
+      this.#started = true;
+      void this.#run(emptyRequestOf(this.#info), new RequestStream(this.#requests));
+      return;
+    }
     this.#timer = setTimeout(
       () => this.#finish(new GrpcError(Code.DEADLINE_EXCEEDED, `no request message within ${FIRST_MESSAGE_MS / 1000} s`)),
       FIRST_MESSAGE_MS,
@@ -194,22 +280,30 @@ class StreamCall {
   #onFrame(data: RawData, isBinary: boolean): void {
     if (this.#ended) return;
     const request = this.#request(data, isBinary);
-    if (request instanceof GrpcError) this.#finish(request);
+    const queue = this.#requests;
+    if (queue) {
+      if (request === undefined) queue.end();
+      else if (request instanceof GrpcError)
+        queue.end(request); // the call fails with it
+      else queue.push(request);
+    } else if (request instanceof GrpcError) this.#finish(request);
     else if (request !== undefined) {
       this.#started = true;
       clearTimeout(this.#timer);
-      void this.#run(request);
+      void this.#run(request, undefined);
     }
   }
 
-  /** The frame as the call's request message, an error that ends the call, or undefined (a half-close). */
+  /** The frame as a request message, an error that ends the call, or undefined (the half-close). */
   #request(data: RawData, isBinary: boolean): Message | GrpcError | undefined {
     if (isBinary) return new GrpcError(Code.INVALID_ARGUMENT, "send request messages as JSON text frames");
     const text = data.toString();
-    // A server-streaming call has its one request: only the half-close may follow.
-    if (this.#started)
-      return text === "" ? undefined : new GrpcError(Code.INVALID_ARGUMENT, `${this.#info.name} takes one request message`);
-    if (text === "") return new GrpcError(Code.INVALID_ARGUMENT, "half-closed before sending the request message");
+    if (!this.#requests) {
+      // A server-streaming call has its one request: only the half-close may follow.
+      if (this.#started)
+        return text === "" ? undefined : new GrpcError(Code.INVALID_ARGUMENT, `${this.#info.name} takes one request message`);
+      if (text === "") return new GrpcError(Code.INVALID_ARGUMENT, "half-closed before sending the request message");
+    } else if (text === "") return undefined;
     try {
       return this.#decode(text);
     } catch (err) {
@@ -225,24 +319,27 @@ class StreamCall {
   }
 
   /** Enters the chain once, then sends each response message as it comes, waiting for a slow socket. */
-  async #run(request: Message): Promise<void> {
+  async #run(request: Message, requests: RequestStream | undefined): Promise<void> {
     const ctx = this.#ctx;
     const ws = this.#ws;
     const output = this.#info.desc.output;
     let it: AsyncIterator<Message> | undefined;
     try {
-      const result = await runInContext(ctx, () => this.#target.method.invoke({ method: this.#info, ctx, request }));
-      if (!("stream" in result)) throw new Error(`${this.#info.path}: a single message answered a streaming method`);
-      it = result.stream[Symbol.asyncIterator]();
-      for (;;) {
-        const step = await runInContext(ctx, () => it!.next());
-        if (step.done) break;
-        if (this.#ended) return; // the client left
-        const frame = `{"result":${toJsonString(output, step.value, JSON_WRITE)}}`;
-        if (ws.bufferedAmount < HIGH_WATER_BYTES) ws.send(frame);
-        else await new Promise<void>((resolve) => ws.send(frame, () => resolve()));
+      const result = await runInContext(ctx, () => this.#target.method.invoke({ method: this.#info, ctx, request, requests }));
+      if ("message" in result) {
+        if (!this.#ended) ws.send(`{"result":${toJsonString(output, result.message, JSON_WRITE)}}`);
+      } else {
+        it = result.stream[Symbol.asyncIterator]();
+        for (;;) {
+          const step = await runInContext(ctx, () => it!.next());
+          if (step.done) break;
+          if (this.#ended) return; // the client left
+          const frame = `{"result":${toJsonString(output, step.value, JSON_WRITE)}}`;
+          if (ws.bufferedAmount < HIGH_WATER_BYTES) ws.send(frame);
+          else await new Promise<void>((resolve) => ws.send(frame, () => resolve()));
+        }
+        it = undefined;
       }
-      it = undefined;
       this.#finish(undefined);
     } catch (err) {
       it = undefined;
@@ -258,6 +355,7 @@ class StreamCall {
     if (this.#ended) return;
     this.#ended = true;
     clearTimeout(this.#timer);
+    this.#requests?.return();
     if (err !== undefined) this.#controller.abort(err); // stops a handler still running
     const frame = err === undefined ? END_FRAME : `{"error":${httpError(err).body}}`;
     this.#ws.send(frame, () => this.#ws.close(1000));
