@@ -300,7 +300,7 @@ describe("update from template A to template B", () => {
     const text = read(f.repo, "src/framework/overlap.ts");
     assert.match(text, /^<<<<<<< yours\n\/\/ overlap line 3 as the team has it\n=======\n\/\/ overlap line 3 as B has it\n>>>>>>> create-grpc-svc@/m);
     assert.match(r.stdout, /CONFLICT\s+src\/framework\/overlap\.ts\s+\(1 conflict marked\)/);
-    assert.match(r.stdout, /search for <<<<<<</);
+    assert.match(r.stdout, /`git diff --check` lists the markers left/);
   });
 
   it("adds new framework files, deletes removed unchanged ones and keeps removed ones the team changed", () => {
