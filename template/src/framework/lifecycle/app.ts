@@ -149,6 +149,8 @@ export class App {
     if (mode === "unix") {
       this.#socket = await bindUnixSocket(this.#grpc);
       if (!this.#socket) mode = "tcp";
+      else if (this.#socket.replaced.length > 0)
+        this.log.info({ removed: this.#socket.replaced }, "removed the gateway sockets of killed processes");
     }
 
     const http = await createHttpServer(config);
