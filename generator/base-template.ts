@@ -32,7 +32,7 @@ function lastLine(text: string | null | undefined): string {
 /** `npm pack create-grpc-svc@<version>` into `workDir`; returns the tarball path. */
 export function packFromRegistry(version: string, workDir: string): string {
   const spec = `${PACKAGE}@${version}`;
-  const r = spawnSync("npm", ["pack", spec, "--ignore-scripts", "--json", "--pack-destination", workDir], {
+  const r = spawnSync("npm", ["pack", spec, "--ignore-scripts", "--pack-destination", workDir], {
     cwd: workDir,
     encoding: "utf8",
     shell: isWindows, // npm.cmd

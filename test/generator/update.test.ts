@@ -352,6 +352,18 @@ describe("update --help", () => {
   });
 });
 
+describe("a repo already on this version", () => {
+  it("says so, exits 0 and fetches and writes nothing", () => {
+    const f = fixture();
+    // No --base and an offline, empty npm cache: any fetch would fail the run.
+    const npmEnv = { npm_config_offline: "true", npm_config_cache: path.join(f.root, "npm-cache") };
+    const r = runCli(["update"], { cwd: f.repo, template: f.b, env: { ...gitEnv(f.root), ...npmEnv } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, `This repo is already on create-grpc-svc ${version}; nothing to update.\n`);
+    assert.equal(git(f.repo, f.root, "status", "--porcelain"), "");
+  });
+});
+
 describe("bad input: one line, nothing written", () => {
   it("refuses a dirty working tree without --force, and goes on with it", () => {
     const f = fixture();
