@@ -267,12 +267,12 @@ async function browserGroup(): Promise<void> {
   await Promise.all([service, peer].map((s) => stop(s.child)));
 }
 
-/** WebSocket streams: SSE_CLIENTS sockets, each one Countdown call sending a message every 100 ms. */
+/** WebSocket: SSE_CLIENTS concurrent bidi Chat streams, each client sending a message every 100 ms. */
 async function wsGroup(): Promise<void> {
   const ours = await startService("ours: default configuration (WebSocket)");
-  const method = `/${Service.typeName}/${Service.method.countdown.name}`;
-  const request = JSON.stringify({ from: 1000, intervalMs: SSE_INTERVAL_MS });
-  progress(`WebSocket: ${SSE_CLIENTS} streams on ${method} for ${SSE_SECONDS} s`);
+  const method = `/${Service.typeName}/${Service.method.chat.name}`;
+  const request = JSON.stringify({ text: "hello" });
+  progress(`WebSocket: ${SSE_CLIENTS} bidi streams on ${method} for ${SSE_SECONDS} s`);
   const cpu = cpuTime(ours.child.pid);
   const wall = performance.now();
   const out = await run(process.execPath, [
@@ -284,6 +284,7 @@ async function wsGroup(): Promise<void> {
     request,
     String(SSE_CLIENTS),
     String(SSE_SECONDS),
+    String(SSE_INTERVAL_MS),
   ]);
   const r = JSON.parse(out.trim().split("\n").at(-1)!) as {
     connected: number;
@@ -294,9 +295,11 @@ async function wsGroup(): Promise<void> {
   };
   const cpuShare = (cpuTime(ours.child.pid) - cpu) / ((performance.now() - wall) * 1000);
   const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
-  section(`WebSocket — ${SSE_CLIENTS} concurrent streams (one socket each) of ${method} ${request}, ${SSE_SECONDS} s`);
+  section(
+    `WebSocket — ${SSE_CLIENTS} concurrent bidi streams (one socket each) of ${method}, each client sending ${request} every ${SSE_INTERVAL_MS} ms, ${SSE_SECONDS} s`,
+  );
   rows.push({
-    name: `  messages/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
+    name: `  answers/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
     rps: fmtRps(r.perSecond),
     p50: "",
     p99: "",

@@ -1,12 +1,15 @@
 // WebSocket stream load: CLIENTS WebSocket connections (Node's built-in client, one socket each), each
-// one streaming call that the server keeps answering, counting the `{"result"}` frames delivered while
-// all are connected, for SECONDS. Prints one JSON line. An error is a socket that fails to open, an
-// `{"error"}` frame, or a close before the client closes it.
-const [url, protocol, request, clientsArg, secondsArg] = process.argv.slice(2);
+// one streaming call, counting the `{"result"}` frames delivered while all are connected, for SECONDS.
+// REQUEST is sent once when the socket opens (a server stream), or every EVERY_MS (a bidi call such as
+// Chat). Prints one JSON line. An error is a socket that fails to open, an `{"error"}` frame, or a close
+// before the client closes it.
+const [url, protocol, request, clientsArg, secondsArg, everyArg] = process.argv.slice(2);
 if (!url || !protocol || !request || !clientsArg || !secondsArg)
-  throw new Error("usage: ws-client.ts URL PROTOCOL REQUEST CLIENTS SECONDS");
+  throw new Error("usage: ws-client.ts URL PROTOCOL REQUEST CLIENTS SECONDS [EVERY_MS]");
 const clients = Number(clientsArg);
 const seconds = Number(secondsArg);
+const every = Number(everyArg ?? 0);
+const timers: NodeJS.Timeout[] = [];
 
 let connected = 0;
 let messages = 0;
@@ -30,6 +33,7 @@ const opened = new Promise<void>((resolveAll) => {
       open = true;
       connected++;
       ws.send(request);
+      if (every > 0) timers.push(setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(request), every));
       settle();
     };
     ws.onmessage = (e) => {
@@ -57,6 +61,7 @@ await new Promise((r) => setTimeout(r, seconds * 1000));
 counting = false;
 const elapsed = (performance.now() - start) / 1000;
 closing = true;
+for (const timer of timers) clearInterval(timer);
 for (const ws of sockets) ws.close(1000);
 const errorCount = Object.values(errors).reduce((a, b) => a + b, 0);
 process.stdout.write(

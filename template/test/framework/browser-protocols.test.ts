@@ -172,6 +172,20 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
     assert.equal(ok.message, "still here");
   });
 
+  test("a gRPC-Web body that is not exactly one frame is INVALID_ARGUMENT in the trailer frame", async () => {
+    for (const body of [Buffer.from([0, 0, 0, 0, 9, 1, 2]), Buffer.alloc(0), Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])]) {
+      const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
+        body,
+      });
+      assert.equal(res.status, 200);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      assert.equal(bytes[0], 0x80, "a trailer frame alone");
+      assert.match(bytes.subarray(5).toString(), /^grpc-status:3\r\ngrpc-message:the body must be exactly one gRPC-Web message frame\r\n/);
+    }
+  });
+
   test("a message over GRPC_MAX_RECV_MSG_SIZE is RESOURCE_EXHAUSTED before it is read", async () => {
     const frame = Buffer.alloc(5);
     frame.writeUInt32BE(64 * 1024 * 1024, 1);

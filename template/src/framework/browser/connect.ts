@@ -26,6 +26,7 @@ import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
 import { serveConnectUnary } from "./connect-unary.js";
 import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
+import { serveGrpcWebUnary } from "./grpc-web-unary.js";
 
 export interface BrowserProtocolOptions {
   methods: readonly BoundMethod[];
@@ -195,7 +196,8 @@ function serve(handler: UniversalHandler, unary: BoundMethod | undefined, { read
     const res = reply.raw;
     const set = reply.getHeaders();
     for (const name in set) res.setHeader(name, set[name]!);
-    if (unary && serveConnectUnary(unary, req.raw, res, readMaxBytes, log)) return;
+    if (unary && (serveConnectUnary(unary, req.raw, res, readMaxBytes, log) || serveGrpcWebUnary(unary, req.raw, res, readMaxBytes, log)))
+      return;
     const headers = req.raw.headers;
     clampTimeouts(headers);
     const text = isGrpcWebText(headers["content-type"]);

@@ -1,0 +1,155 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import type { Metadata } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { CallContext, runInContext } from "../call/context.js";
+import { timerDelay } from "../call/deadline.js";
+import { LazyAbortController } from "../call/lazy-abort.js";
+import { Code, GrpcError } from "../call/status.js";
+import { toServiceError } from "../errors/wire.js";
+import { parseGrpcTimeout } from "../gateway/metadata.js";
+import type { BoundMethod } from "../server/methods.js";
+import { metadataOf } from "./connect-bridge.js";
+
+const TRAILER_FLAG = 0x80;
+const CONTENT_TYPE = "application/grpc-web+proto";
+
+/**
+ * gRPC-Web's most common call, a unary POST of binary `application/grpc-web(+proto)` without
+ * compression, served straight into our chain: one data frame in; headers, one data frame and the
+ * trailer frame out (errors as a trailer frame alone, so a page reads the status without CORS header
+ * exposure). Hand-written for that shape only, like connect-unary.ts and for the same measured reason;
+ * everything else (text and JSON forms, compression, streams) returns false and goes to the Connect
+ * project's handler.
+ */
+export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res: ServerResponse, maxBytes: number, log: Logger): boolean {
+  if (req.method !== "POST") return false;
+  const headers = req.headers;
+  const type = headers["content-type"];
+  if (type !== "application/grpc-web" && type !== CONTENT_TYPE) return false;
+  const encoding = headers["grpc-encoding"];
+  if (encoding !== undefined && encoding !== "identity") return false;
+  let deadline = Number.POSITIVE_INFINITY;
+  try {
+    const timeout = parseGrpcTimeout(headers["grpc-timeout"]);
+    if (timeout !== undefined) deadline = Date.now() + timerDelay(Date.now() + timeout);
+  } catch {
+    return false; // Connect's handler words the error
+  }
+
+  const controller = new LazyAbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const info = method.info;
+  const ctx = new CallContext({
+    method: info,
+    transport: "http",
+    metadata: metadataOf(headers),
+    controller,
+    deadline,
+    httpPath: info.path,
+  });
+  ctx.fields.protocol = "grpc-web";
+  readFrame(req, maxBytes)
+    .then((bytes) => {
+      let request: Message;
+      try {
+        request = fromBinary(info.desc.input, bytes);
+      } catch (err) {
+        throw new GrpcError(Code.INVALID_ARGUMENT, `cannot decode request: ${(err as Error).message}`);
+      }
+      return runInContext(ctx, () => method.invoke({ method: info, ctx, request }));
+    })
+    .then(
+      (result) => {
+        if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
+        const data = toBinary(info.desc.output, result.message);
+        const trailer = frame(TRAILER_FLAG, Buffer.from(`grpc-status:0\r\ngrpc-message:\r\n${metadataLines(ctx.responseTrailer)}`));
+        const head = metadataHeaders(ctx.responseHeader);
+        head["content-type"] = CONTENT_TYPE;
+        const body = Buffer.concat([frame(0, data), trailer]);
+        head["content-length"] = String(body.length);
+        res.writeHead(200, head).end(body);
+      },
+      (err: unknown) => {
+        if (res.headersSent || res.destroyed) return;
+        const status = toServiceError(err, ctx.responseHeader, ctx.responseTrailer);
+        const text = `grpc-status:${status.code}\r\ngrpc-message:${percentEncode(status.details ?? "")}\r\n${metadataLines(status.metadata as Metadata)}`;
+        const body = frame(TRAILER_FLAG, Buffer.from(text));
+        res.writeHead(200, { "content-type": CONTENT_TYPE, "content-length": String(body.length) }).end(body);
+      },
+    )
+    .catch((err: unknown) => {
+      log.debug({ err, path: info.path }, "grpc-web response failed");
+      if (!res.headersSent) res.destroy();
+    });
+  return true;
+}
+
+function frame(flag: number, payload: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + payload.byteLength);
+  out[0] = flag;
+  out.writeUInt32BE(payload.byteLength, 1);
+  out.set(payload, 5);
+  return out;
+}
+
+/** Reads the body: exactly one uncompressed data frame within `maxBytes`, its message bytes returned. */
+function readFrame(req: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (err: GrpcError) => {
+      req.removeAllListeners("data");
+      req.resume();
+      reject(err);
+    };
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size >= 5) {
+        const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        const length = head.readUInt32BE(1);
+        if (length > maxBytes)
+          fail(new GrpcError(Code.RESOURCE_EXHAUSTED, `message of ${length} bytes is larger than the limit of ${maxBytes}`));
+        else if (head[0] !== 0) fail(new GrpcError(Code.INVALID_ARGUMENT, "compressed message without grpc-encoding"));
+      }
+    });
+    req.once("end", () => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      if (body.length < 5 || body.length !== 5 + body.readUInt32BE(1)) {
+        reject(new GrpcError(Code.INVALID_ARGUMENT, "the body must be exactly one gRPC-Web message frame"));
+      } else resolve(body.subarray(5));
+    });
+    req.once("error", () => reject(new GrpcError(Code.CANCELLED, "request body broken")));
+  });
+}
+
+/** Response header metadata as HTTP headers (binary values in base64; reserved `grpc-` keys left out). */
+function metadataHeaders(md: Metadata): Record<string, string | string[]> {
+  const head: Record<string, string | string[]> = {};
+  const all = md.toJSON();
+  for (const key in all) {
+    if (key.startsWith("grpc-")) continue;
+    const values = all[key]!.map((v) => (typeof v === "string" ? v : v.toString("base64")));
+    head[key] = values.length === 1 ? values[0]! : values;
+  }
+  return head;
+}
+
+/** Trailer metadata as the trailer frame's `key:value\r\n` lines (the status details included). */
+function metadataLines(md: Metadata): string {
+  let text = "";
+  const all = md.toJSON();
+  for (const key in all) {
+    if (key === "grpc-status" || key === "grpc-message") continue;
+    for (const v of all[key]!) text += `${key}:${typeof v === "string" ? v : v.toString("base64")}\r\n`;
+  }
+  return text;
+}
+
+/** grpc-message is percent-encoded outside printable ASCII (and `%` itself), as the gRPC spec says. */
+function percentEncode(message: string): string {
+  return /^[\x20-\x24\x26-\x7e]*$/.test(message) ? message : encodeURIComponent(message).replace(/%20/g, " ");
+}
