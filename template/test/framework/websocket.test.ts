@@ -193,7 +193,7 @@ describe("WebSocket streams with authentication on", () => {
   let server: TestServer;
   let ws: string;
   before(async () => {
-    // The example's own auth override leaves Countdown public; without it, every method needs credentials.
+    // The service's own auth override leaves Countdown public; without it, every method needs credentials.
     const guarded = defineService(ExampleService, { handlers: exampleService.handlers });
     server = await startTestServer([guarded], { API_KEYS: "k-1" });
     ws = server.httpUrl.replace(/^http/, "ws");

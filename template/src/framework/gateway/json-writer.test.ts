@@ -143,7 +143,7 @@ function assertSame(desc: DescMessage, message: Message): void {
 describe("compiled JSON writer", () => {
   const types = messagesOf(file_example_v1_example, file_gatewaytest_v1_library);
 
-  test("writes every message type of the example and test protos byte for byte as protobuf-es's toJsonString", () => {
+  test("writes every message type of the service's and the test protos byte for byte as protobuf-es's toJsonString", () => {
     const r = random(16);
     for (const desc of types) {
       assertSame(desc, create(desc));
