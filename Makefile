@@ -1,5 +1,5 @@
 # create-grpc-svc: `make test` runs every test; `make demo` scaffolds a service and starts it.
-# Both work on a fresh clone with only Node 20.17+ and npm (plus make and git).
+# Both work on a fresh clone with only Node (24, see .nvmrc; at least 22.13) and npm (plus make and git).
 
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory

@@ -6,6 +6,7 @@ import path from "node:path";
 import nodePlop, { type NodePlopAPI } from "node-plop";
 import { shapeDeployFiles } from "./deploy.js";
 import { applyEnvVars, type Choices, publicVars, randomSecret, secretVars } from "./env-file.js";
+import { formatRepo } from "./format.js";
 import type { Names } from "./names.js";
 import { replaceChoicesBlock } from "./readme-choices.js";
 import { RECORD_FILE, recordFor, stringifyRecord } from "./record.js";
@@ -143,6 +144,7 @@ function registerActions(plop: NodePlopAPI): void {
     (answers as RenderData).counted.files += 1;
     return file;
   });
+  plop.setActionType("format", (answers) => formatRepo(opts(answers).targetDir));
 
   plop.setActionType("readmeChoices", (answers) => {
     const o = opts(answers);
@@ -167,6 +169,7 @@ export async function render(o: RenderOptions): Promise<RenderResult> {
       { type: "deployChoices" },
       { type: "readmeChoices", skip: missing("README.md") },
       { type: "record", skip: () => (o.version === undefined ? "no version to record" : undefined) },
+      { type: "format" },
     ],
   });
   const data: RenderData = { render: o, counted: { files: 0 } };

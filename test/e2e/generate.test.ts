@@ -117,6 +117,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assert.deepEqual(leftoverTokens(dir), []);
     assert.equal(fs.readFileSync(path.join(dir, "README.md"), "utf8").split("\n")[0], "# demo-svc");
     assert.equal(JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).name, "demo-svc");
+    assert.equal(fs.readFileSync(path.join(dir, ".nvmrc"), "utf8").trim(), "24", "the repo names its Node version");
   });
 
   test("writes .gitignore and commits everything but .env", async () => {
@@ -134,6 +135,10 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     const r = await run("make", ["test"], dir, 15 * MINUTE);
     assertOk(r, "make test in demo-svc");
     t.diagnostic(`make test took ${r.ms} ms`);
+  });
+
+  test("make lint (buf lint, type check, Biome) passes in the generated repository", { timeout: 5 * MINUTE }, async () => {
+    assertOk(await run("make", ["lint"], dir, 5 * MINUTE), "make lint in demo-svc");
   });
 
   test("make test-framework (the vendored framework's suite) passes in the renamed repository", { timeout: 15 * MINUTE }, async (t) => {
@@ -291,6 +296,10 @@ describe("pay-service --auth both --admin-port 9095 --unix-socket --no-sse", () 
     const r = await run("make", ["test"], dir, 15 * MINUTE);
     assertOk(r, "make test in pay-service");
     t.diagnostic(`make test took ${r.ms} ms`);
+  });
+
+  test("make lint (buf lint, type check, Biome) passes in the generated repository", { timeout: 5 * MINUTE }, async () => {
+    assertOk(await run("make", ["lint"], dir, 5 * MINUTE), "make lint in pay-service");
   });
 });
 

@@ -267,7 +267,7 @@ const dockerfile = read("Dockerfile");
 const instructions = parseDockerfile(dockerfile);
 
 describe("the Dockerfile", () => {
-  test("builds on one slim Node LTS image, at least the major version package.json requires", () => {
+  test("builds on one slim image of the Node LTS that .nvmrc names, at least the major version package.json requires", () => {
     const globalArgs = Object.fromEntries(
       instructions
         .slice(
@@ -285,6 +285,7 @@ describe("the Dockerfile", () => {
     const major = Number(m[1]);
     assert.equal(major % 2, 0, "an LTS (even) major");
     assert.ok(major >= Number(/\d+/.exec(PKG.engines?.node ?? "0")?.[0]), "satisfies engines.node");
+    assert.equal(major, Number(read(".nvmrc").trim()), "the version developers and CI run (.nvmrc)");
   });
 
   test("runs node itself as a non-root user, in production mode", () => {
