@@ -529,10 +529,10 @@ describe("secrets and credentials", () => {
         bodies.push(await res.text());
       }
       const starting = server.logs.find((l) => l.msg === "starting");
-      const summary = (starting?.config ?? {}) as Record<string, unknown>;
-      assert.equal(summary.JWT_SECRET, "[redacted]");
-      assert.equal(summary.API_KEYS, "[redacted]");
-      assert.equal(summary.JWT_ISSUER, ISSUER, "what is not a secret stays readable");
+      const config = ` ${String(starting?.config)} `;
+      assert.match(config, / JWT_SECRET=\[redacted\] /);
+      assert.match(config, / API_KEYS=\[redacted\] /);
+      assert.ok(config.includes(` JWT_ISSUER=${ISSUER} `), "what is not a secret stays readable");
       assert.ok(
         server.logs.some((l) => l.level === "error"),
         "the panics were logged",

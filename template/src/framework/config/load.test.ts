@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, configSummary, gatewayMode, loadConfig } from "./load.js";
+import { ConfigError, configLine, configSummary, gatewayMode, loadConfig } from "./load.js";
 
 /** The problems loadConfig reports for `env`; fails the test if it accepts it. */
 function problems(env: Record<string, string>): string[] {
@@ -264,4 +264,19 @@ describe("loadConfig", () => {
       assert.equal(gatewayMode(loadConfig({ GATEWAY_MODE: "In-Process" })), "in-process");
     });
   });
+});
+
+test("configLine: one NAME=value line, secrets redacted, odd values quoted, unset ones left out", () => {
+  const line = configLine(
+    loadConfig({
+      JWT_SECRET: "s3cr3t-s3cr3t-s3cr3t-s3cr3t-s3cr3t",
+      APP_NAME: "two words",
+      HTTP_HEADER_PREFIXES: "x-api-key,x-tenant",
+    }),
+  );
+  assert.doesNotMatch(line, /s3cr3t|\n/);
+  assert.match(line, /(^| )JWT_SECRET=\[redacted\]( |$)/);
+  assert.match(line, /(^| )APP_NAME="two words"( |$)/);
+  assert.match(line, /(^| )HTTP_HEADER_PREFIXES=x-api-key,x-tenant( |$)/);
+  assert.doesNotMatch(line, /(^| )(ADMIN_PORT|GIT_COMMIT)=/, "unset");
 });

@@ -82,6 +82,20 @@ export function configSummary(config: Config): Record<string, unknown> {
   return summary;
 }
 
+/**
+ * The same summary as one compact `NAME=value` line for the start-up log: a 45-line object would bury the
+ * "ready" line in a terminal. Unset settings are left out; values with spaces, quotes or `=` are JSON-quoted.
+ */
+export function configLine(config: Config): string {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(configSummary(config))) {
+    if (value === undefined || value === "" || (Array.isArray(value) && value.length === 0)) continue;
+    const text = Array.isArray(value) ? value.join(",") : String(value);
+    parts.push(`${name}=${/[\s"'=]/.test(text) ? JSON.stringify(text) : text}`);
+  }
+  return parts.join(" ");
+}
+
 /** How the gateway reaches the handlers; GATEWAY_MODE wins over the older DISABLE_UNIX_GATEWAY switch. */
 export function gatewayMode(config: Config): "tcp" | "unix" | "in-process" {
   return config.GATEWAY_MODE ?? (config.DISABLE_UNIX_GATEWAY ? "tcp" : "unix");

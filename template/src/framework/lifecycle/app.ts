@@ -9,7 +9,7 @@ import { CorsPolicy, corsSettings, registerCors } from "../browser/cors.js";
 import { registerWebSockets } from "../browser/websocket.js";
 import { Chain, type NamedInterceptor } from "../call/chain.js";
 import { type Client, type ClientOptions, createClient } from "../client/client.js";
-import { configSummary, gatewayMode, loadConfig } from "../config/load.js";
+import { configLine, gatewayMode, loadConfig } from "../config/load.js";
 import type { Config } from "../config/schema.js";
 import { createReporter, type ErrorReporter } from "../errors/reporter.js";
 import { detailTypes } from "../errors/wire.js";
@@ -33,6 +33,7 @@ import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js"
 import { Workers } from "../workers/supervisor.js";
 import { defaultInterceptors } from "./default-chain.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
+import { serviceUrls } from "./urls.js";
 
 export interface AppOptions {
   services: ServiceImpl[];
@@ -128,7 +129,7 @@ export class App {
 
   async #start(): Promise<Addresses> {
     const config = this.config;
-    this.log.info({ config: configSummary(config) }, "starting");
+    this.log.info({ config: configLine(config) }, "starting");
     // Where the gateway dials the gRPC server: loopback when listening on every interface.
     const localHost = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
     // TLS files are read before preStart, so a bad file fails start-up before anything is opened.
@@ -221,8 +222,17 @@ export class App {
       await this.#hooks("postStart");
       this.readiness.setReady();
       const host = localHost;
+      const urls = serviceUrls(config, host, { grpc: grpcPort, http: httpPort, admin: adminPort });
       this.log.info(
-        { grpcPort, httpPort, adminPort, gatewayMode: mode, grpcTls: tls !== undefined, startup_ms: Math.round(performance.now()) },
+        {
+          ...urls,
+          grpcPort,
+          httpPort,
+          adminPort,
+          gatewayMode: mode,
+          grpcTls: tls !== undefined,
+          startup_ms: Math.round(performance.now()),
+        },
         "ready",
       );
       return {
