@@ -7,12 +7,16 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
-/** `biome check --write` in dir (import order, formatting and other safe fixes). A template without biome.json is left alone. */
+/**
+ * `biome check --write --linter-enabled=false` in dir: formatting and import order only, no lint fixes (the
+ * template passes lint as it is). Done while rendering, so a repo made with --no-install is formatted too.
+ * A template without biome.json is left alone.
+ */
 export function formatRepo(dir: string): string {
   if (!fs.existsSync(path.join(dir, "biome.json"))) return "no biome.json: not formatted";
   const biome = createRequire(import.meta.url).resolve("@biomejs/biome/bin/biome");
   try {
-    execFileSync(process.execPath, [biome, "check", "--write", "--no-errors-on-unmatched", "--colors=off", "."], {
+    execFileSync(process.execPath, [biome, "check", "--write", "--linter-enabled=false", "--no-errors-on-unmatched", "--colors=off", "."], {
       cwd: dir,
       stdio: ["ignore", "pipe", "pipe"],
       encoding: "utf8",

@@ -36,26 +36,6 @@ export const npmInstallStep: Step = {
     }),
 };
 
-/**
- * Renaming changes identifier lengths and their sort order (`ExampleService` → `DemoService`), so Biome's
- * formatter and import sorting would fail `make lint` on a few renamed files; the repo's own Biome fixes
- * exactly that (formatting and import order only, no lint fixes).
- */
-export const formatStep: Step = {
-  title: "formatting with Biome",
-  command: "npx --no -- biome check --write --linter-enabled=false",
-  run: async (dir) => {
-    const r = spawnSync("npx", ["--no", "--", "biome", "check", "--write", "--linter-enabled=false"], {
-      cwd: dir,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-      shell: isWindows,
-    });
-    if (r.status !== 0) throw new Error((r.stderr || r.stdout || r.error?.message || "failed").trim().split("\n").slice(-3).join(" | "));
-    return undefined;
-  },
-};
-
 function git(dir: string, args: string[]): { ok: boolean; out: string; err: string; missing: boolean } {
   const r = spawnSync("git", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   const missing = (r.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
@@ -83,7 +63,7 @@ export const gitStep: Step = {
 
 export function stepsFor(choices: Choices): Step[] {
   const steps: Step[] = [];
-  if (choices.install) steps.push(npmInstallStep, formatStep);
+  if (choices.install) steps.push(npmInstallStep);
   if (choices.git) steps.push(gitStep); // after install, so the commit includes the lockfile npm may update
   return steps;
 }

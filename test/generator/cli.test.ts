@@ -302,7 +302,7 @@ describe("post-render steps", () => {
     assert.equal(r.status, 1);
     assert.match(r.stderr, /create-grpc-svc: npm install failed \(exit code 7\)\. The generated files are kept; to finish, run:\n/);
     assert.ok(
-      r.stderr.includes(`  cd ./fail-svc && npm install --no-audit --no-fund && npx --no -- biome check --write --linter-enabled=false && git init -b main && git add -A && git commit -m "Initial commit from create-grpc-svc"\n`),
+      r.stderr.includes(`  cd ./fail-svc && npm install --no-audit --no-fund && git init -b main && git add -A && git commit -m "Initial commit from create-grpc-svc"\n`),
       r.stderr,
     );
     assert.ok(fs.existsSync(path.join(out, "proto/fail/v1/fail.proto")));
