@@ -12,6 +12,16 @@ export interface HttpError {
   headers: Record<string, string>;
 }
 
+/**
+ * A message of a streamed request body over the receive size limit: RESOURCE_EXHAUSTED, answered 413
+ * (Payload Too Large) as a whole body over the limit is, not the 429 the code maps to.
+ */
+export class MessageTooLargeError extends GrpcError {
+  constructor(size: number, max: number) {
+    super(Code.RESOURCE_EXHAUSTED, `request message larger than max (${size} vs. ${max} bytes)`);
+  }
+}
+
 /** Any failure as the gateway's JSON error: the status from the code table, `{"code","message","details"}`. */
 export function httpError(err: unknown): HttpError {
   const status = asGrpcError(err) ?? new GrpcError(Code.INTERNAL, "internal error");
@@ -21,7 +31,8 @@ export function httpError(err: unknown): HttpError {
   if (status.code === Code.UNAUTHENTICATED) headers["www-authenticate"] = "Bearer";
   const retryAfter = status.metadata.get("retry-after")[0];
   if (typeof retryAfter === "string") headers["retry-after"] = retryAfter;
-  return { status: httpStatusFromCode(status.code), code: status.code, body: statusJson(status.code, status.message, details), headers };
+  const httpStatus = status instanceof MessageTooLargeError ? 413 : httpStatusFromCode(status.code);
+  return { status: httpStatus, code: status.code, body: statusJson(status.code, status.message, details), headers };
 }
 
 export function sendHttpError(reply: FastifyReply, err: unknown, extraHeaders?: Record<string, string | string[]>): FastifyReply {

@@ -1,12 +1,14 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { type Message, toJson } from "@bufbuild/protobuf";
-import type { Metadata } from "@grpc/grpc-js";
+import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
 import { LazyAbortController } from "../call/lazy-abort.js";
+import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { httpError, sendHttpError } from "./errors.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
+import { jsonMessages } from "./json-stream.js";
 import { jsonWriter } from "./json-writer.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
 import {
@@ -17,8 +19,8 @@ import {
   parseGrpcTimeout,
   TRAILER_PREFIX,
 } from "./metadata.js";
-import { decodeRequest } from "./request.js";
-import { Router } from "./router.js";
+import { decodeRequest, streamMessageDecoder } from "./request.js";
+import { type MatchResult, Router } from "./router.js";
 import type { GatewayRoute } from "./routes.js";
 
 export interface GatewayOptions {
@@ -29,6 +31,8 @@ export interface GatewayOptions {
   marshalers: Marshalers;
   /** Interval of a marshaler's heartbeat (SSE `: ping`), in ms; 0 for none. */
   heartbeatMs: number;
+  /** The largest message of a streamed request body (GRPC_MAX_RECV_MSG_SIZE). */
+  maxMessageBytes: number;
   /** fastify hooks for the gateway's routes only (metrics); `req.gatewayRoute` tells the route matched. */
   hooks?: Pick<RouteOptions, "onRequest" | "onResponse">;
 }
@@ -37,6 +41,8 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The google.api.http binding the gateway matched; unset for unknown paths and methods. */
     gatewayRoute: GatewayRoute | undefined;
+    /** @internal The route match made before the body was read (only when some route streams requests). */
+    gatewayMatch: MatchResult<GatewayRoute> | undefined;
   }
 }
 
@@ -52,6 +58,19 @@ type GatewayResponse = ServerResponse & { [CONTROLLER]?: LazyAbortController };
 function onResponseClose(this: GatewayResponse): void {
   if (!this.writableFinished) this[CONTROLLER]?.abort();
 }
+
+/** The call's abort controller, aborted when the HTTP client goes away. */
+function callController(reply: FastifyReply): LazyAbortController {
+  const controller = new LazyAbortController();
+  const raw = reply.raw as GatewayResponse;
+  raw[CONTROLLER] = controller;
+  raw.once("close", onResponseClose);
+  if (raw.destroyed) controller.abort(); // gone while the body was read
+  return controller;
+}
+
+/** For an error before any call was made: no metadata to send back. */
+const NO_CALL: GatewayCall = { header: new Metadata(), trailer: new Metadata(), result: { error: undefined } };
 
 /** Serialises a response message, or just its `response_body` field, as canonical proto3 JSON. */
 function responseJson(route: GatewayRoute, message: Message): string {
@@ -72,7 +91,7 @@ function responseJson(route: GatewayRoute, message: Message): string {
  * a path, for CORS preflight answers.
  */
 export function registerGateway(app: FastifyInstance, options: GatewayOptions): (path: string) => string[] {
-  const { routes, invoker, headers: policy, marshalers, heartbeatMs, hooks } = options;
+  const { routes, invoker, headers: policy, marshalers, heartbeatMs, maxMessageBytes, hooks } = options;
   const { traceHeader } = policy;
   marshalers.freeze();
   if (!app.hasRequestDecorator("gatewayRoute")) app.decorateRequest("gatewayRoute", undefined);
@@ -96,7 +115,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const url = req.url;
     const q = url.indexOf("?");
     const path = q === -1 ? url : url.slice(0, q);
-    const match = router.match(req.method, path);
+    const match = req.gatewayMatch ?? router.match(req.method, path);
     switch (match.kind) {
       case "not-found":
         return sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found"));
@@ -117,19 +136,59 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     } catch (err) {
       return sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
     }
-    const controller = new LazyAbortController();
-    const raw = reply.raw as GatewayResponse;
-    raw[CONTROLLER] = controller;
-    raw.once("close", onResponseClose);
-    if (raw.destroyed) controller.abort(); // gone while the body was read
+    const controller = callController(reply);
     const metadata = metadataFromHeaders(req.headers, policy);
     const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline });
+    return respond(req, reply, route, call);
+  };
+
+  /**
+   * A client-streaming or bidi route, from the raw request before fastify reads the body: the body is a
+   * stream of JSON messages, each decoded as the call reads it (so neither the whole-body limit nor
+   * fastify's content-type parsers apply; each message keeps the receive size limit). The reply is
+   * hijacked and written here. Once the call is over, whatever the client still sends is discarded.
+   */
+  const handleRequestStream = async (req: FastifyRequest, reply: FastifyReply, route: GatewayRoute, segments: string[]) => {
+    reply.hijack();
+    req.gatewayRoute = route;
+    const url = req.url;
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    const body = req.raw;
+    let requests: AsyncIterator<Message> | undefined;
+    try {
+      let deadline = Number.POSITIVE_INFINITY;
+      const timeout = parseGrpcTimeout(req.headers["grpc-timeout"]);
+      if (timeout !== undefined) deadline = Date.now() + timeout;
+      const decode = streamMessageDecoder(route, segments, q === -1 ? "" : url.slice(q + 1));
+      requests = jsonMessages(body, maxMessageBytes, decode);
+      const controller = callController(reply);
+      const metadata = metadataFromHeaders(req.headers, policy);
+      const call = await invoker.invoke(route.method, emptyRequestOf(route.method.info), {
+        metadata,
+        controller,
+        httpPath: path,
+        deadline,
+        requests,
+      });
+      await respond(req, reply, route, call);
+    } catch (err) {
+      await sendError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message), NO_CALL, false, traceHeader);
+    } finally {
+      await requests?.return?.();
+      if (!body.readableEnded && !body.destroyed) body.resume();
+    }
+  };
+
+  /** Answers with what the call produced: one JSON message (or raw HttpBody), a stream, or the error. */
+  const respond = (req: FastifyRequest, reply: FastifyReply, route: GatewayRoute, call: GatewayCall) => {
     const te = headerText(req.headers.te);
     const trailers = te !== undefined && TE_TRAILERS.test(te);
     const { result } = call;
     if ("error" in result) return sendError(reply, result.error, call, trailers, traceHeader);
     if ("message" in result) {
       const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
+      if (reply.sent) return sendHijacked(reply, 200, header, route, result.message, trailers ? call.trailer : undefined, traceHeader);
       if (header) reply.headers(header);
       if (trailers) addTrailers(reply, call.trailer, traceHeader);
       if (route.rawResponse) return sendRawResponse(reply, route, result.message);
@@ -147,9 +206,25 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     return writeStream(stream, result.stream, heartbeatMs);
   };
 
+  // Only when some route streams requests: it matches before fastify reads the body (the handler reuses the match).
+  const preParsing: RouteOptions["preParsing"] = routes.some((r) => r.requestStream)
+    ? (req, reply, _payload, done) => {
+        const q = req.url.indexOf("?");
+        const match = router.match(req.method, q === -1 ? req.url : req.url.slice(0, q));
+        if (match.kind === "found" && match.route.requestStream) {
+          void handleRequestStream(req, reply, match.route, match.segments);
+          return; // hijacked: fastify goes no further
+        }
+        req.gatewayMatch = match;
+        done();
+      }
+    : undefined;
+  if (preParsing && !app.hasRequestDecorator("gatewayMatch")) app.decorateRequest("gatewayMatch", undefined);
+
   const allMethods = [...methods] as HTTPMethods[];
-  app.route({ method: allMethods, url: "/*", handler: handle, ...hooks });
-  app.route({ method: allMethods, url: "/", handler: handle, ...hooks });
+  const routeOptions = preParsing ? { handler: handle, preParsing, ...hooks } : { handler: handle, ...hooks };
+  app.route({ method: allMethods, url: "/*", ...routeOptions });
+  app.route({ method: allMethods, url: "/", ...routeOptions });
   return (path) => router.methodsAt(path);
 }
 
@@ -169,11 +244,60 @@ function headerText(value: string | string[] | undefined): string | undefined {
  * as `Grpc-Trailer-*` if asked for. gRPC errors go out trailers-only, so the trace ID may be in the
  * trailer: it is echoed either way.
  */
-function sendError(reply: FastifyReply, err: unknown, call: GatewayCall, trailers: boolean, traceHeader: string): FastifyReply {
-  if (trailers) addTrailers(reply, call.trailer, traceHeader);
+function sendError(reply: FastifyReply, err: unknown, call: GatewayCall, trailers: boolean, traceHeader: string): FastifyReply | undefined {
   const trace = call.header.get(traceHeader)[0] ?? call.trailer.get(traceHeader)[0];
+  const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
+  if (reply.sent) {
+    const e = httpError(err);
+    const headers = { ...header, ...e.headers };
+    if (typeof trace === "string") headers[traceHeader] = trace;
+    writeHijacked(reply, e.status, headers, "application/json", e.body, trailers ? call.trailer : undefined, traceHeader);
+    return;
+  }
+  if (trailers) addTrailers(reply, call.trailer, traceHeader);
   if (typeof trace === "string") reply.header(traceHeader, trace);
-  return sendHttpError(reply, err, headersFromMetadata(call.header, METADATA_PREFIX, traceHeader));
+  return sendHttpError(reply, err, header);
+}
+
+/** One response message of a hijacked reply (a client-streaming route): as JSON, or raw for an HttpBody. */
+function sendHijacked(
+  reply: FastifyReply,
+  status: number,
+  header: OutgoingHttpHeaders | undefined,
+  route: GatewayRoute,
+  message: Message,
+  trailer: Metadata | undefined,
+  traceHeader: string,
+): void {
+  if (route.rawResponse) {
+    writeHijacked(reply, status, header, rawResponseType(route, message), rawResponseData(route, message), trailer, traceHeader);
+  } else {
+    writeHijacked(reply, status, header, "application/json", responseJson(route, message), trailer, traceHeader);
+  }
+}
+
+/**
+ * A whole response on the raw Node response, for replies fastify no longer writes (hijacked): the
+ * headers fastify's hooks set (CORS…), then ours. Not compressed. Trailers make it chunked.
+ */
+function writeHijacked(
+  reply: FastifyReply,
+  status: number,
+  headers: OutgoingHttpHeaders | undefined,
+  type: string,
+  body: string | Buffer,
+  trailer: Metadata | undefined,
+  traceHeader: string,
+): void {
+  const raw = reply.raw;
+  if (raw.headersSent || raw.destroyed) return;
+  const head: OutgoingHttpHeaders = { ...(reply.getHeaders() as OutgoingHttpHeaders), ...headers, "content-type": type };
+  const trailers = trailer && headersFromMetadata(trailer, TRAILER_PREFIX, traceHeader);
+  if (trailers) head.trailer = Object.keys(trailers).join(", ");
+  else head["content-length"] = Buffer.byteLength(body);
+  raw.writeHead(status, head);
+  if (trailers) raw.addTrailers(trailers);
+  raw.end(body);
 }
 
 /** Trailer metadata as HTTP trailers `Grpc-Trailer-<key>` (chunked encoding; fastify declares them in `Trailer`). */

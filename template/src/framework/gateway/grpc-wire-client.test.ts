@@ -18,6 +18,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import { Code, GrpcError } from "../call/status.js";
 import { encodeFrame, FrameDecoder } from "./grpc-frames.js";
@@ -436,5 +437,156 @@ describe("GrpcWireClient over a Unix socket", () => {
       await scripted.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+/**
+ * Client-streaming and bidi calls against a bare grpc-js server: its handlers see exactly what a
+ * grpc-js client would send them (messages, half-close, cancellation).
+ */
+describe("GrpcWireClient streaming requests, against a grpc-js server", () => {
+  const bytes = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
+  const method = (path: string, requestStream: boolean, responseStream: boolean) => ({
+    path,
+    requestStream,
+    responseStream,
+    requestSerialize: bytes.serialize,
+    requestDeserialize: bytes.deserialize,
+    responseSerialize: bytes.serialize,
+    responseDeserialize: bytes.deserialize,
+  });
+  /** What the server's handlers saw. */
+  const seen = { sum: [] as string[], cancelled: deferred<string[]>(), chat: [] as string[] };
+  let server: grpc.Server;
+  let client: GrpcWireClient;
+
+  before(async () => {
+    server = new grpc.Server();
+    server.addService(
+      {
+        Sum: method("/pkg.Svc/Sum", true, false),
+        Chat: method("/pkg.Svc/Chat", true, true),
+        First: method("/pkg.Svc/First", true, false),
+        Hold: method("/pkg.Svc/Hold", true, false),
+      },
+      {
+        // Joins every request, answers at the half-close, with header and trailer metadata.
+        Sum(call: grpc.ServerReadableStream<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) {
+          const parts: string[] = [];
+          call.on("data", (m: Buffer) => parts.push(m.toString()));
+          call.on("end", () => {
+            seen.sum = parts;
+            call.sendMetadata(new grpc.Metadata());
+            const trailer = new grpc.Metadata();
+            trailer.set("sum-count", String(parts.length));
+            callback(null, Buffer.from(parts.join("+")), trailer);
+          });
+        },
+        // One reply per request, written as soon as it is read.
+        Chat(call: grpc.ServerDuplexStream<Buffer, Buffer>) {
+          call.on("data", (m: Buffer) => {
+            seen.chat.push(m.toString());
+            call.write(Buffer.from(`re: ${m}`));
+          });
+          call.on("end", () => call.end());
+        },
+        // Answers after the first request, before the client has finished (early response).
+        First(call: grpc.ServerReadableStream<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) {
+          call.once("data", (m: Buffer) => callback(null, Buffer.from(`first: ${m}`)));
+        },
+        // Never answers; records what it got when cancelled.
+        Hold(call: grpc.ServerReadableStream<Buffer, Buffer>) {
+          const parts: string[] = [];
+          call.on("data", (m: Buffer) => parts.push(m.toString()));
+          call.on("cancelled", () => seen.cancelled.resolve(parts));
+        },
+      },
+    );
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    client = new GrpcWireClient(`127.0.0.1:${port}`);
+  });
+  after(() => {
+    client.close();
+    server.forceShutdown();
+  });
+
+  /** Requests from a list; records whether the client stopped reading them early. */
+  function source(messages: string[]) {
+    const state = { read: 0, returned: false };
+    const iterator: AsyncIterator<Uint8Array> = {
+      async next() {
+        if (state.read === messages.length) return { done: true, value: undefined };
+        return { done: false, value: Buffer.from(messages[state.read++]!) };
+      },
+      async return() {
+        state.returned = true;
+        return { done: true, value: undefined };
+      },
+    };
+    return { iterator, state };
+  }
+
+  test("client-streaming: every request reaches the handler, the half-close lets it answer; header and trailer kept", async () => {
+    const { iterator } = source(["1", "2", "3"]);
+    const req = request("/pkg.Svc/Sum", "", { message: undefined, messages: iterator });
+    assert.equal(await unary(client, req), "1+2+3");
+    assert.deepEqual(seen.sum, ["1", "2", "3"]);
+    assert.deepEqual(req.trailer.get("sum-count"), ["3"]);
+  });
+
+  test("client-streaming with no request at all: the half-close alone, and the handler answers", async () => {
+    const { iterator } = source([]);
+    assert.equal(await unary(client, request("/pkg.Svc/Sum", "", { message: undefined, messages: iterator })), "");
+  });
+
+  test("bidi: each reply arrives before the next request is even produced", async () => {
+    const replies: string[] = [];
+    let replied = deferred<void>();
+    const requests = (async function* () {
+      for (const text of ["a", "b", "c"]) {
+        yield Buffer.from(text);
+        await replied.promise; // the next request only once the reply to this one is in
+        replied = deferred<void>();
+      }
+    })();
+    for await (const reply of client.serverStream(request("/pkg.Svc/Chat", "", { message: undefined, messages: requests }), decode)) {
+      replies.push(reply);
+      replied.resolve();
+    }
+    assert.deepEqual(replies, ["re: a", "re: b", "re: c"]);
+  });
+
+  test("an early answer ends the call while the next request is still to come, and stops the requests being read", async () => {
+    const returned = deferred<void>();
+    const never = new Promise<never>(() => {});
+    let read = 0;
+    const requests: AsyncIterator<Uint8Array> = {
+      async next() {
+        if (read === 1) return never; // the second request never comes: the answer must not wait for it
+        read++;
+        return { done: false, value: Buffer.from(`m${read}`) };
+      },
+      async return() {
+        returned.resolve();
+        return { done: true, value: undefined };
+      },
+    };
+    const answer = await unary(client, request("/pkg.Svc/First", "", { message: undefined, messages: requests }));
+    assert.equal(answer, "first: m1");
+    await returned.promise; // the gateway stops reading the HTTP body here
+  });
+
+  test("requests that fail end the call with that very error, and the server sees a cancel", async () => {
+    seen.cancelled = deferred<string[]>();
+    const bad = new GrpcError(Code.INVALID_ARGUMENT, "request message 2: malformed JSON");
+    const requests = (async function* () {
+      yield Buffer.from("ok");
+      throw bad;
+    })();
+    const err = await rejection(unary(client, request("/pkg.Svc/Hold", "", { message: undefined, messages: requests })));
+    assert.equal(err, bad);
+    assert.deepEqual(await seen.cancelled.promise, ["ok"]);
   });
 });

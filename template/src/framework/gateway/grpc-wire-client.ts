@@ -16,8 +16,7 @@ import { DEFAULT_MAX_RECEIVE_LENGTH, encodeFrame, FrameDecoder } from "./grpc-fr
 import { addHeaders, grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
 
 /**
- * The gateway's gRPC client of its own server: unary and server-streaming calls straight on
- * node:http2, one long-lived session (opened again after it closes). It skips grpc-js's client
+ * The gateway's gRPC client of its own server: calls of every kind straight on node:http2, one long-lived session (opened again after it closes). It skips grpc-js's client
  * layers (name resolution, load balancing, subchannels, filters), which cost most of a tcp or unix
  * gateway request, and reports headers, trailers and statuses as grpc-js's client does.
  */
@@ -34,12 +33,19 @@ export interface WireClientOptions {
   maxReceiveLength?: number;
 }
 
-/** One call: the serialised request, and where the response metadata goes. */
+/** One call: the serialised request (or requests), and where the response metadata goes. */
 export interface WireRequest {
   /** `/<package.Service>/<Method>` */
   path: string;
   metadata: Metadata;
-  message: Uint8Array;
+  /** The request of a unary or server-streaming call. */
+  message?: Uint8Array;
+  /**
+   * The requests of a client-streaming or bidi call, sent as they come, each once the server can take
+   * it (HTTP/2 flow control); their end half-closes the call. If it throws, the call is cancelled
+   * and ends with that error. Once the call has ended it is no longer read, and `return()`ed.
+   */
+  messages?: AsyncIterator<Uint8Array>;
   /** Absolute, in ms since the epoch; Infinity for none. */
   deadline: number;
   /** Aborting it cancels the call (RST_STREAM CANCEL). */
@@ -83,7 +89,7 @@ export class GrpcWireClient {
     }
   }
 
-  /** A unary call; `callback` runs once, after the trailers, with the decoded message or the status. */
+  /** A unary (or, with `messages`, client-streaming) call; `callback` runs once, after the trailers, with the decoded message or the status. */
   unary<T>(req: WireRequest, decode: (bytes: Buffer) => T, callback: UnaryCallback<T>): void {
     let message: T | undefined;
     let received = false;
@@ -101,7 +107,7 @@ export class GrpcWireClient {
   }
 
   /**
-   * A server-streaming call, started at once. The iterable yields the decoded messages and throws the
+   * A server-streaming (or, with `messages`, bidi) call, started at once. The iterable yields the decoded messages and throws the
    * status if it is not OK; leaving it early cancels the call. A slow reader pauses the HTTP/2 stream.
    */
   serverStream<T>(req: WireRequest, decode: (bytes: Buffer) => T): AsyncGenerator<T> {
@@ -204,6 +210,21 @@ export class GrpcWireClient {
 
 function ignore(): void {}
 
+const EMPTY = new Uint8Array(0);
+
+/** Resolves when the stream can take more data, or has closed. */
+function drained(stream: ClientHttp2Stream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off("drain", done);
+      stream.off("close", done);
+      resolve();
+    };
+    stream.on("drain", done);
+    stream.on("close", done);
+  });
+}
+
 const CALL = Symbol("wire call");
 type CallStream = ClientHttp2Stream & { [CALL]: WireCall };
 
@@ -273,7 +294,29 @@ class WireCall {
     stream.on("error", onError);
     stream.on("close", onClose);
     req.signal.addEventListener("abort", this.#onAbort);
-    stream.end(encodeFrame(req.message));
+    if (req.messages) {
+      this.retried = true; // requests already read cannot be sent again
+      void this.#send(stream, req.messages);
+    } else stream.end(encodeFrame(req.message ?? EMPTY));
+  }
+
+  /** Sends each request as it comes, waiting for the server to take the previous ones; then half-closes. */
+  async #send(stream: ClientHttp2Stream, messages: AsyncIterator<Uint8Array>): Promise<void> {
+    try {
+      for (;;) {
+        const step = await messages.next();
+        if (this.final !== undefined || stream.destroyed) break; // answered early, cancelled or gone: the rest is not sent
+        if (step.done) {
+          stream.end();
+          return;
+        }
+        if (!stream.write(encodeFrame(step.value))) await drained(stream);
+      }
+    } catch (err) {
+      // The requests could not be read (bad input, the HTTP client left): the call ends with that error.
+      this.fail(err instanceof GrpcError ? err : new GrpcError(Code.INTERNAL, `cannot read the requests: ${(err as Error).message}`));
+    }
+    messages.return?.()?.catch(ignore);
   }
 
   response(headers: IncomingHttpHeaders, flags: number): void {
@@ -299,6 +342,9 @@ class WireCall {
   trailers(headers: IncomingHttpHeaders): void {
     if (this.final !== undefined) return;
     this.final = statusFromTrailers(headers, this.httpStatus, this.req.trailer) ?? null;
+    // Answered before the client half-closed (an early response): half-close now, so the stream can
+    // close once the last messages are read; requests still to come are discarded.
+    if (this.req.messages && !this.stream!.writableEnded) this.stream!.end();
   }
 
   /** Ends the call with `status` and resets the stream. */
@@ -328,6 +374,8 @@ class WireCall {
 
   closed(): void {
     clearTimeout(this.timer);
+    // A read of the requests still waiting (for the HTTP body) ends: nothing more will be sent.
+    this.req.messages?.return?.()?.catch(ignore);
     this.req.signal.removeEventListener("abort", this.#onAbort);
     this.client.track(-1);
     let status = this.final;

@@ -1,10 +1,11 @@
-import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
 import { timerDelay } from "../call/deadline.js";
 import type { CallAbortController } from "../call/lazy-abort.js";
+import { RequestStream } from "../call/request-stream.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
-import type { CallResult } from "../call/types.js";
+import { type CallResult, streamsResponses } from "../call/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
 import { GrpcWireClient, type WireClientOptions } from "./grpc-wire-client.js";
@@ -26,6 +27,11 @@ export interface InvokeOptions {
   httpPath: string;
   /** Absolute deadline in ms since the epoch (from `Grpc-Timeout`); Infinity for none. */
   deadline: number;
+  /**
+   * Client-streaming and bidi methods: the requests, decoded as the call reads them (`request` is then
+   * unused). Throwing ends the call with that error; the end of them is the client's half-close.
+   */
+  requests?: AsyncIterator<Message>;
 }
 
 /** How the gateway reaches the handlers. `invoke` never rejects: failures come back as `result.error`. */
@@ -39,12 +45,17 @@ const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline e
 /** No network hop: the call enters the chain directly, with a context built from the HTTP request. */
 export function inProcessInvoker(): Invoker {
   return {
-    async invoke(method, request, { metadata, controller, httpPath, deadline }) {
+    async invoke(method, request, { metadata, controller, httpPath, deadline, requests }) {
       const ctx = new CallContext({ method: method.info, transport: "http", metadata, controller, deadline, httpPath });
       let result: CallResult;
       try {
+        // Client-streaming and bidi: the handler reads the HTTP body's messages as they are decoded.
+        // (Unary calls keep the shape the gRPC adapter gives them, without `requests`.)
+        const call = requests
+          ? { method: method.info, ctx, request, requests: new RequestStream(requests) }
+          : { method: method.info, ctx, request };
         // Unary deadlines are the chain's (the timeout interceptor enforces a finite ctx.deadline).
-        result = await runInContext(ctx, () => method.invoke({ method: method.info, ctx, request }));
+        result = await runInContext(ctx, () => method.invoke(call));
       } catch (error) {
         // As over gRPC, where errors go out trailers-only: the error's metadata, the header and the trailer, all as trailers.
         const trailer = asGrpcError(error)?.metadata.clone() ?? new Metadata();
@@ -111,19 +122,23 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
     return d;
   };
   return {
-    invoke(method, request, { metadata, controller, httpPath, deadline }) {
+    invoke(method, request, { metadata, controller, httpPath, deadline, requests }) {
       const header = new Metadata();
       const trailer = new Metadata();
-      let message: Uint8Array;
-      try {
-        message = toBinary(method.info.desc.input, request);
-      } catch (error) {
-        return Promise.resolve({ header, trailer, result: { error } });
+      let message: Uint8Array | undefined;
+      let messages: AsyncIterator<Uint8Array> | undefined;
+      if (requests) messages = encoded(requests, method.info.desc.input);
+      else {
+        try {
+          message = toBinary(method.info.desc.input, request);
+        } catch (error) {
+          return Promise.resolve({ header, trailer, result: { error } });
+        }
       }
       metadata.set(GATEWAY_PATH_KEY, httpPath);
-      const call = { path: method.info.path, metadata, message, deadline, signal: controller.signal, header, trailer };
+      const call = { path: method.info.path, metadata, message, messages, deadline, signal: controller.signal, header, trailer };
       const decode = decoderOf(method);
-      if (method.info.kind === "unary") {
+      if (!streamsResponses(method.info.kind)) {
         return new Promise<GatewayCall>((resolve) => {
           client.unary(call, decode, (error, response) => resolve({ header, trailer, result: error ? { error } : { message: response! } }));
         });
@@ -132,6 +147,20 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
     },
     close() {
       client.close();
+    },
+  };
+}
+
+/** The requests serialised one by one as they are read; `return()` reaches the source. */
+function encoded(requests: AsyncIterator<Message>, input: DescMessage): AsyncIterator<Uint8Array> {
+  return {
+    async next() {
+      const step = await requests.next();
+      return step.done ? step : { done: false, value: toBinary(input, step.value) };
+    },
+    async return() {
+      await requests.return?.();
+      return { done: true, value: undefined };
     },
   };
 }

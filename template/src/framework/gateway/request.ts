@@ -4,7 +4,6 @@ import {
   type DescField,
   type DescMessage,
   fromJson,
-  fromJsonString,
   type JsonObject,
   type JsonValue,
   type Message,
@@ -76,6 +75,31 @@ function maskPaths(desc: DescMessage, json: JsonValue, prefix: string, out: stri
   }
 }
 
+/**
+ * For a client-streaming or bidi route: decodes each JSON message of the request stream. The query and
+ * path values are parsed once, here, and set on every message (path values win, as for one message).
+ */
+export function streamMessageDecoder(route: GatewayRoute, segments: string[], query: string): (json: string, index: number) => Message {
+  const input = route.method.info.desc.input;
+  const queryValues = route.body !== "*" && query !== "" ? queryJson(route, input, query) : undefined;
+  const pathValues = route.pathFields.length > 0 ? pathJson(route, segments) : undefined;
+  // Checked now, so a bad query or path value fails the call before any message is read.
+  if (queryValues) merge(input, create(input), queryValues, "query parameter");
+  if (pathValues) merge(input, create(input), pathValues, "path parameter");
+  return (json, index) => {
+    let message: Message;
+    try {
+      message = decodeJson(route, input, json);
+    } catch (err) {
+      const problem = err instanceof SyntaxError ? `malformed JSON: ${err.message}` : (err as Error).message;
+      throw invalid(`request message ${index + 1}: ${problem}`);
+    }
+    if (queryValues) merge(input, message, queryValues, "query parameter");
+    if (pathValues) merge(input, message, pathValues, "path parameter");
+    return message;
+  };
+}
+
 /** Merges JSON built from the URL; an error names the parameter that caused it. */
 function merge(input: DescMessage, message: Message, json: JsonObject, what: string): void {
   try {
@@ -120,12 +144,18 @@ function decodeBody(route: GatewayRoute, input: DescMessage, body: string | RawB
   if (route.rawRequest) return rawRequestMessage(route, body instanceof RawBody ? body : EMPTY_BODY);
   if (route.body === "" || typeof body !== "string" || body.trim() === "") return create(input);
   try {
-    if (route.body === "*") return fromJsonString(input, body, JSON_READ);
-    // Wrapping the body under its field lets the canonical JSON reader handle any field kind.
-    return fromJson(input, { [route.bodyField!.jsonName]: JSON.parse(body) as JsonValue }, JSON_READ);
+    return decodeJson(route, input, body);
   } catch (err) {
     throw invalid(err instanceof SyntaxError ? `malformed JSON body: ${err.message}` : (err as Error).message);
   }
+}
+
+/** One JSON text into the request: the whole message (`body: "*"`) or the body field. Malformed JSON throws a SyntaxError. */
+function decodeJson(route: GatewayRoute, input: DescMessage, json: string): Message {
+  // JSON.parse first (as fromJsonString would), so malformed JSON is told apart from a wrong value.
+  if (route.body === "*") return fromJson(input, JSON.parse(json) as JsonValue, JSON_READ);
+  // Wrapping the body under its field lets the canonical JSON reader handle any field kind.
+  return fromJson(input, { [route.bodyField!.jsonName]: JSON.parse(json) as JsonValue }, JSON_READ);
 }
 
 /** Path variables as a JSON object, nested along each variable's field chain. */

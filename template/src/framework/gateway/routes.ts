@@ -2,6 +2,7 @@ import { METHODS } from "node:http";
 import { type DescField, type DescMessage, getOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
+import { streamsRequests } from "../call/types.js";
 import type { BoundMethod } from "../server/methods.js";
 import { isHttpBodyField, isHttpBodyMessage } from "./http-body.js";
 import { type PathTemplate, parsePathTemplate } from "./path-template.js";
@@ -29,6 +30,8 @@ export interface GatewayRoute {
    * that field, filled from the body's fields when the request leaves it unset (grpc-gateway's patch feature).
    */
   readonly patchMask: DescField | undefined;
+  /** A client-streaming or bidi method: the body is a stream of JSON messages, read as the call reads them. */
+  readonly requestStream: boolean;
 }
 
 export class RouteError extends Error {}
@@ -94,7 +97,9 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
   const responseBodyField = rule.responseBody ? fieldByName(method.info.desc.output, rule.responseBody, where) : undefined;
   const boundPaths = new Set(pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
   if (bodyField) boundPaths.add(bodyField.name);
-  const rawRequest = bodyField ? isHttpBodyField(bodyField) : rule.body === "*" && isHttpBodyMessage(input);
+  const requestStream = streamsRequests(method.info.kind);
+  // A stream of requests is always JSON messages, HttpBody ones included (as grpc-gateway reads them).
+  const rawRequest = !requestStream && (bodyField ? isHttpBodyField(bodyField) : rule.body === "*" && isHttpBodyMessage(input));
   const rawResponse = responseBodyField ? isHttpBodyField(responseBodyField) : isHttpBodyMessage(method.info.desc.output);
   const mask = input.fields.find((f) => f.name === "update_mask");
   const patchMask =
@@ -113,6 +118,7 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
     rawRequest,
     rawResponse,
     patchMask,
+    requestStream,
   };
 }
 

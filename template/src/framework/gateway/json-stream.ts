@@ -1,0 +1,245 @@
+import type { Readable } from "node:stream";
+import type { Message } from "@bufbuild/protobuf";
+import { Code, GrpcError } from "../call/status.js";
+import { utf8Text } from "../server/http-server.js";
+import { MessageTooLargeError } from "./errors.js";
+
+/**
+ * The request body of a client-streaming or bidi route: a stream of JSON messages, newline-delimited
+ * or simply concatenated (`{…}{…}`, `{…}\n{…}`), as grpc-gateway reads it with Go's json.Decoder.
+ *
+ * Hand-written rather than taken from a streaming JSON parser: each message must be held to the
+ * receive size limit by its own bytes, before more than that is buffered, which needs the byte
+ * extent of each value, and none of the parsers we tried reports it (@streamparser/json reports
+ * values only). Finding where a value ends is only bracket depth outside strings; whether it is valid
+ * JSON is left to the JSON reader (native JSON.parse), which also makes this about twice as fast per
+ * message as a JavaScript tokenizer (measured: 2.3 against 4.7 µs for a 120-byte message).
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** JSON whitespace (RFC 8259): between messages and around them. */
+function isSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+enum State {
+  /** Between values. */
+  Idle,
+  /** Inside an object or array (depth > 0), outside strings. */
+  Nested,
+  /** Inside a string; `#depth` says whether the string is the value itself (0) or inside one. */
+  String,
+  /** A top-level number, true, false or null: it ends at whitespace or where another value starts. */
+  Literal,
+}
+
+/** Splits bytes into the JSON texts of top-level values, as each completes, whatever the chunking. */
+export class JsonSplitter {
+  #state = State.Idle;
+  #depth = 0;
+  /** A string's backslash at the end of the previous chunk: the next byte is escaped. */
+  #escaped = false;
+  /** Bytes of the value in progress carried over from earlier chunks. */
+  #parts: Buffer[] = [];
+  #carried = 0;
+
+  /** `maxBytes`: the largest message accepted; a larger one fails with MessageTooLargeError (RESOURCE_EXHAUSTED, 413). */
+  constructor(readonly maxBytes: number) {}
+
+  /** The values `chunk` completes, in order (views of the chunk where possible). */
+  push(chunk: Buffer): Buffer[] {
+    const values: Buffer[] = [];
+    const length = chunk.length;
+    let start = this.#state === State.Idle ? -1 : 0;
+    let i = 0;
+    while (i < length) {
+      switch (this.#state) {
+        case State.Idle: {
+          const byte = chunk[i]!;
+          if (isSpace(byte)) {
+            i++;
+            continue;
+          }
+          start = i;
+          if (byte === 0x7b || byte === 0x5b) {
+            this.#state = State.Nested;
+            this.#depth = 1;
+          } else if (byte === QUOTE) {
+            this.#state = State.String;
+            this.#depth = 0;
+          } else {
+            this.#state = State.Literal;
+          }
+          i++;
+          continue;
+        }
+        case State.String: {
+          i = this.#skipString(chunk, i);
+          if (i === length) continue; // the string goes on in the next chunk
+          i++; // past the closing quote
+          if (this.#depth > 0) this.#state = State.Nested;
+          else {
+            values.push(this.#take(chunk, start, i));
+            this.#state = State.Idle;
+          }
+          continue;
+        }
+        case State.Nested: {
+          const byte = chunk[i++]!;
+          if (byte === QUOTE) this.#state = State.String;
+          else if (byte === 0x7b || byte === 0x5b) this.#depth++;
+          else if ((byte === 0x7d || byte === 0x5d) && --this.#depth === 0) {
+            values.push(this.#take(chunk, start, i));
+            this.#state = State.Idle;
+          }
+          continue;
+        }
+        case State.Literal: {
+          const byte = chunk[i]!;
+          if (isSpace(byte) || byte === 0x7b || byte === 0x5b || byte === QUOTE) {
+            values.push(this.#take(chunk, start, i));
+            this.#state = State.Idle; // the byte is looked at again as the start of what follows
+          } else i++;
+          continue;
+        }
+      }
+    }
+    if (this.#state !== State.Idle) {
+      const rest = start === 0 ? chunk : chunk.subarray(start);
+      this.#carried += rest.length;
+      this.#checkSize(this.#carried);
+      this.#parts.push(rest);
+    }
+    return values;
+  }
+
+  /** At the end of the body: a last literal (`3` with no newline after it), or an error if a value is unfinished. */
+  end(): Buffer | undefined {
+    if (this.#state === State.Idle) return undefined;
+    if (this.#state === State.Literal) {
+      this.#state = State.Idle;
+      return this.#take(Buffer.alloc(0), 0, 0);
+    }
+    throw new GrpcError(Code.INVALID_ARGUMENT, "the request stream ended inside a message (unexpected end of JSON input)");
+  }
+
+  /** The index of the string's closing quote from `i`, or the chunk's length if it is not in this chunk. */
+  #skipString(chunk: Buffer, i: number): number {
+    if (this.#escaped) {
+      this.#escaped = false;
+      i++;
+    }
+    for (;;) {
+      const quote = chunk.indexOf(QUOTE, i);
+      const stop = quote === -1 ? chunk.length : quote;
+      let backslashes = 0;
+      while (stop - backslashes - 1 >= i && chunk[stop - backslashes - 1] === BACKSLASH) backslashes++;
+      if (quote === -1) {
+        this.#escaped = backslashes % 2 === 1;
+        return chunk.length;
+      }
+      if (backslashes % 2 === 0) return quote;
+      i = quote + 1; // an escaped quote
+    }
+  }
+
+  /** The value from `start` (in this chunk, or in the carried parts when 0 and some are) to `end`. */
+  #take(chunk: Buffer, start: number, end: number): Buffer {
+    if (this.#carried === 0) {
+      this.#checkSize(end - start);
+      return chunk.subarray(start, end);
+    }
+    const size = this.#carried + end;
+    this.#checkSize(size);
+    this.#parts.push(chunk.subarray(0, end));
+    const value = Buffer.concat(this.#parts, size);
+    this.#parts = [];
+    this.#carried = 0;
+    return value;
+  }
+
+  #checkSize(size: number): void {
+    if (size > this.maxBytes) {
+      throw new MessageTooLargeError(size, this.maxBytes);
+    }
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * The messages of a streamed request body, decoded one by one as the call reads them. A chunk of the
+ * body is read only when the messages already split from earlier chunks are used up, so a call that
+ * stops reading stops the body being read, and TCP flow control holds the client. `return()` stops
+ * reading (a read waiting for the body ends) and leaves the body as it is: the response may still be
+ * written, and the caller discards the rest.
+ */
+export function jsonMessages(
+  body: Readable,
+  maxBytes: number,
+  decode: (json: string, index: number) => Message,
+): AsyncIterator<Message, undefined> {
+  const splitter = new JsonSplitter(maxBytes);
+  let pending: Buffer[] = [];
+  let next = 0;
+  let index = 0;
+  let finished = false;
+  /** Ends a wait for the body, if one is under way. */
+  let wake: (() => void) | undefined;
+
+  /** The next chunk of the body, null at its end (or once returned); waits only when none is buffered. */
+  const nextChunk = async (): Promise<Buffer | null> => {
+    for (;;) {
+      if (finished) return null;
+      const chunk = body.read() as Buffer | null;
+      if (chunk !== null) return chunk;
+      if (body.readableEnded) return null;
+      if (body.destroyed) throw new GrpcError(Code.CANCELLED, "the client closed the request stream");
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          wake = undefined;
+          body.off("readable", done);
+          body.off("end", done);
+          body.off("close", done);
+          resolve();
+        };
+        wake = done;
+        body.on("readable", done);
+        body.on("end", done);
+        body.on("close", done);
+      });
+    }
+  };
+
+  return {
+    async next() {
+      while (next === pending.length) {
+        if (finished) return DONE;
+        const chunk = await nextChunk();
+        next = 0;
+        if (finished) pending = [];
+        else if (chunk === null) {
+          finished = true;
+          const last = splitter.end();
+          pending = last ? [last] : [];
+        } else {
+          pending = splitter.push(chunk);
+        }
+      }
+      const bytes = pending[next++]!;
+      const i = index++;
+      const text = utf8Text(bytes);
+      if (text instanceof GrpcError) throw new GrpcError(Code.INVALID_ARGUMENT, `request message ${i + 1}: not valid UTF-8`);
+      return { done: false, value: decode(text, i) };
+    },
+    async return() {
+      finished = true;
+      pending = [];
+      next = 0;
+      wake?.();
+      return DONE;
+    },
+  };
+}
