@@ -15,6 +15,7 @@ import {
   MethodOptionsSchema,
   FieldDescriptorProto_Type as Type,
 } from "@bufbuild/protobuf/wkt";
+import { StreamService } from "../../../test/gen/gatewaytest/v1/streams_pb.js";
 import { ExampleService } from "../../gen/example/v1/example_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
@@ -486,5 +487,61 @@ describe("OpenAPI document of every HttpRule feature", () => {
     for (let i = 0; i < 20; i++) buildOpenApi(routes, { title: "t", version: "1", services: [shop] });
     const each = (performance.now() - start) / 20;
     assert.ok(each < 20, `${each.toFixed(2)} ms per document`);
+  });
+});
+
+describe("OpenAPI document of client-streaming and bidi routes", () => {
+  const doc = documentOf(StreamService, { sse: true });
+
+  test("a validator accepts it", async () => {
+    await SwaggerParser.validate(structuredClone(doc) as never);
+  });
+
+  test("client-streaming: the body is a stream of the request message (or of its body field), answered by one message", () => {
+    const total = doc.paths["/v1/totals"]!.post!;
+    assert.equal(total["x-stream"], "client");
+    assert.deepEqual(total.consumes, ["application/x-ndjson", "application/json"]);
+    assert.deepEqual(total.parameters, [
+      {
+        name: "body",
+        in: "body",
+        required: true,
+        description: "A stream of gatewaytest.v1.TotalRequest messages (streaming inputs).",
+        schema: { $ref: "#/definitions/gatewaytest.v1.TotalRequest" },
+      },
+    ]);
+    assert.deepEqual(total.responses["200"], {
+      description: "A successful response.",
+      schema: { $ref: "#/definitions/gatewaytest.v1.TotalResponse" },
+    });
+    assert.match(String(total.description), /Client streaming\. The request body is a stream of JSON messages/);
+    assert.match(String(total.description), /newline-delimited or concatenated/);
+
+    const values = doc.paths["/v1/totals/{label}:values"]!.post!;
+    assert.deepEqual(param(values, "value"), {
+      name: "value",
+      in: "body",
+      required: true,
+      description: "A stream of the value field of gatewaytest.v1.TotalRequest messages (streaming inputs).",
+      schema: { type: "string", format: "int64" },
+    });
+    assert.deepEqual(param(values, "label"), { name: "label", in: "path", required: true, type: "string" });
+  });
+
+  test("bidi: a stream in, a stream of {result} lines out", () => {
+    const converse = doc.paths["/v1/conversations"]!.post!;
+    assert.equal(converse["x-stream"], "bidi");
+    assert.deepEqual(converse.consumes, ["application/x-ndjson", "application/json"]);
+    assert.deepEqual(converse.produces, ["application/x-ndjson", "text/event-stream"]);
+    assert.match(String(converse.description), /Bidirectional streaming\./);
+    assert.match(String(converse.description), /Each answer is written as it is produced\. The response is newline-delimited JSON/);
+    assert.deepEqual(converse.responses["200"]!.schema, {
+      type: "object",
+      title: "Stream result of gatewaytest.v1.ConverseResponse",
+      properties: {
+        result: { $ref: "#/definitions/gatewaytest.v1.ConverseResponse" },
+        error: { $ref: "#/definitions/google.rpc.Status" },
+      },
+    });
   });
 });

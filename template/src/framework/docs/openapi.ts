@@ -1,4 +1,5 @@
 import type { DescField, DescMessage, DescService } from "@bufbuild/protobuf";
+import { streamsResponses } from "../call/types.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import { rules, type Schema, SchemaBuilder, simpleSchema } from "./schemas.js";
 
@@ -60,7 +61,8 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
     const { path, pathParams } = placePath(route, paths, verb);
     const service = info.desc.parent;
     usedTags.add(service.name);
-    const streaming = info.kind === "server_streaming";
+    // Server-streaming and bidi answer a stream; client-streaming and bidi read one (route.requestStream).
+    const streaming = streamsResponses(info.kind);
     const result = route.rawResponse
       ? RAW_BYTES
       : route.responseBodyField
@@ -94,7 +96,8 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
     if (route.rawRequest) operation.consumes = ANY_MEDIA_TYPE;
     if (route.rawResponse) operation.produces = ANY_MEDIA_TYPE;
     else if (streaming) operation.produces = options.sse ? ["application/x-ndjson", "text/event-stream"] : ["application/x-ndjson"];
-    if (streaming) operation["x-stream"] = "server";
+    if (route.requestStream) operation.consumes = ["application/x-ndjson", "application/json"];
+    if (streaming || route.requestStream) operation["x-stream"] = STREAM_KIND[info.kind];
     if (info.desc.deprecated) operation.deprecated = true;
     paths[path]![verb] = operation;
   }
@@ -143,8 +146,19 @@ function securityDefinitions(options: OpenApiOptions): Record<string, Schema> | 
   return Object.keys(defs).length > 0 ? defs : undefined;
 }
 
+/** The `x-stream` marker of a streaming operation: which side streams. */
+const STREAM_KIND: Record<string, string> = { server_streaming: "server", client_streaming: "client", bidi_streaming: "bidi" };
+
 function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
   const lines = [`gRPC: \`${route.method.info.path}\``];
+  if (route.requestStream) {
+    lines.push(
+      "",
+      `${route.method.info.kind === "bidi_streaming" ? "Bidirectional" : "Client"} streaming. The request body is a stream of JSON messages ` +
+        "(streaming inputs), newline-delimited or concatenated, and may be sent chunked: each message is handed to the method as it arrives. " +
+        "The size limit applies to each message, not to the whole body; a malformed message ends the call with INVALID_ARGUMENT naming it.",
+    );
+  }
   if (route.rawRequest) lines.push("", "The request body is taken as raw bytes (google.api.HttpBody), of any content type.");
   if (route.rawResponse) {
     lines.push(
@@ -157,7 +171,8 @@ function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string
   } else if (streaming) {
     lines.push(
       "",
-      'Server streaming. The response is newline-delimited JSON (application/x-ndjson), one `{"result": …}` object per message; ' +
+      `${route.requestStream ? "Each answer is written as it is produced" : "Server streaming"}. ` +
+        'The response is newline-delimited JSON (application/x-ndjson), one `{"result": …}` object per message; ' +
         'an error after the first message arrives as a last `{"error": {code, message, details}}` line.',
     );
     if (sse) {
@@ -241,6 +256,22 @@ function escapeRegExp(text: string): string {
 
 function bodyParams(route: GatewayRoute, schemas: SchemaBuilder): Parameter[] {
   if (route.body === "") return [];
+  if (route.requestStream) {
+    // As protoc-gen-openapiv2 documents streaming inputs: the schema of one message, said to be a stream of them.
+    const schema = route.bodyField ? schemas.field(route.bodyField) : schemas.message(route.method.info.desc.input);
+    const of = route.bodyField
+      ? `the ${route.bodyField.jsonName} field of ${route.method.info.desc.input.typeName}`
+      : route.method.info.desc.input.typeName;
+    return [
+      {
+        name: route.bodyField?.jsonName ?? "body",
+        in: "body",
+        required: true,
+        description: `A stream of ${of} messages (streaming inputs).`,
+        schema,
+      },
+    ];
+  }
   if (route.rawRequest) return [{ name: route.bodyField?.jsonName ?? "body", in: "body", required: false, schema: RAW_BYTES }];
   if (route.bodyField) return [{ name: route.bodyField.jsonName, in: "body", required: true, schema: schemas.field(route.bodyField) }];
   const input = route.method.info.desc.input;
