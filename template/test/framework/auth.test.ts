@@ -214,6 +214,9 @@ describe("tokens without exp and repeated credentials", () => {
           ["twice, even with a valid API key", [`Authorization: ${valid}`, `authorization: ${valid}`, `x-api-key: ${KEY_1}`]],
           ["one API key twice, even with a valid token", [`x-api-key: ${KEY_1}`, `x-api-key: ${KEY_1}`, `Authorization: ${valid}`]],
           ["one API key twice", [`x-api-key: ${KEY_1}`, `X-Api-Key: ${KEY_1}`]],
+          ["Authorization and Grpc-Metadata-Authorization", [`Authorization: ${valid}`, `Grpc-Metadata-Authorization: ${valid}`]],
+          ["x-api-key and Grpc-Metadata-X-Api-Key", [`x-api-key: ${KEY_1}`, `Grpc-Metadata-X-Api-Key: ${KEY_1}`]],
+          ["one header holding two tokens", [`Authorization: ${valid}, ${valid}`]],
         ];
         for (const [what, lines] of cases) {
           const { status, body } = await rawHttp(server, lines);

@@ -84,6 +84,21 @@ test("/debug/pprof/heap is pprof with in-use objects and bytes; ?debug=1 is a te
   assert.match(text, /process: rss \d+/);
 });
 
+test("a flood of /debug/pprof/heap requests is answered by one profile (each costs the event loop ~100 ms)", async (t) => {
+  const server = await startTestServer([exampleService]);
+  t.after(() => server.close());
+  const flood = await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      const res = await fetch(`${server.httpUrl}/debug/pprof/heap`);
+      assert.equal(res.status, 200);
+      return Buffer.from(await res.arrayBuffer()).toString("base64");
+    }),
+  );
+  // Every profile carries its creation time: 50 built one after another would differ.
+  assert.ok(new Set(flood).size <= 2, `${new Set(flood).size} different profiles for 50 requests`);
+  Profile.decode(gunzipSync(Buffer.from(flood[0]!, "base64")));
+});
+
 /** A GET whose response body is left unread (paused) until the caller reads it. */
 function getPaused(url: string): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => get(url, resolve).on("error", reject));

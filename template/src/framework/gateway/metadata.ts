@@ -37,7 +37,14 @@ export function metadataFromHeaders(headers: IncomingHttpHeaders, policy: Header
     const binary = key.endsWith("-bin");
     for (const v of Array.isArray(value) ? value : [value]) {
       if (binary) md.add(key, Buffer.from(v, "base64"));
-      else if (PRINTABLE_ASCII.test(v)) md.add(key, v);
+      else if (PRINTABLE_ASCII.test(v)) {
+        // Two header names for one key (Authorization and Grpc-Metadata-Authorization): one value, joined as Node
+        // joins repeated headers. Auth then sees a repeated credential, and HTTP/2 can carry it (it refuses two
+        // values of authorization, user-agent and the like).
+        const first = md.get(key)[0];
+        if (typeof first === "string") md.set(key, `${first}, ${v}`);
+        else md.add(key, v);
+      }
     }
   }
   return md;

@@ -44,8 +44,34 @@ function flatten(head: HeapNode): Flat[] {
   return out;
 }
 
-/** Gzipped pprof with in-use objects and bytes per allocation stack. */
-export async function heapProfile(): Promise<Buffer> {
+/** How long one computed heap profile (or summary) answers every request. */
+const REUSE_MS = 1000;
+
+/**
+ * `make()` once for every call within REUSE_MS of its start, in flight or done: building a heap profile holds the
+ * event loop for a while (~100–200 ms on a busy heap), and one after another, a flood of requests would starve
+ * every other request (50 at once held /healthcheck for 9 s). A profile a second old says the same.
+ */
+function reused<T>(make: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = performance.now();
+    if (last === undefined || now - last.at > REUSE_MS) {
+      const value = make();
+      const entry = { at: now, value };
+      last = entry;
+      value.catch(() => {
+        if (last === entry) last = undefined; // a failure is not kept
+      });
+    }
+    return last.value;
+  };
+}
+
+/** Gzipped pprof with in-use objects and bytes per allocation stack (one computation serves every request within a second). */
+export const heapProfile = reused(buildHeapProfile);
+
+async function buildHeapProfile(): Promise<Buffer> {
   const profile = await samplingProfile();
   const objects = new Map<number, number>();
   for (const s of profile.samples) objects.set(s.nodeId, (objects.get(s.nodeId) ?? 0) + 1);
@@ -63,8 +89,10 @@ export async function heapProfile(): Promise<Buffer> {
   );
 }
 
-/** `?debug=1`: the heap in plain text, the largest allocation sites first. */
-export async function heapSummary(limit = 30): Promise<string> {
+/** `?debug=1`: the heap in plain text, the largest allocation sites first (reused within a second, as the profile). */
+export const heapSummary = reused(() => buildHeapSummary());
+
+async function buildHeapSummary(limit = 30): Promise<string> {
   const nodes = flatten((await samplingProfile()).head).filter(({ node }) => node.selfSize > 0);
   nodes.sort((a, b) => b.node.selfSize - a.node.selfSize);
   const total = nodes.reduce((sum, { node }) => sum + node.selfSize, 0);
