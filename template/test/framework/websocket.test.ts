@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { SignJWT } from "jose";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
@@ -189,13 +190,30 @@ describe("WebSocket streams", () => {
   });
 });
 
+describe("WebSocket limits", () => {
+  test("a frame over GRPC_MAX_RECV_MSG_SIZE closes the socket with 1009 (message too big); the server keeps serving", async () => {
+    const server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
+    try {
+      const ws = server.httpUrl.replace(/^http/, "ws");
+      const out = await call(`${ws}/example.v1.ExampleService/Chat`, [JSON.stringify({ text: "x".repeat(2000) })]);
+      assert.equal(out.code, 1009);
+      const ok = await call(`${ws}/example.v1.ExampleService/Chat`, ['{"text":"small"}', ""]);
+      assert.deepEqual(ok.frames, [{ result: { text: "small", seq: 1 } }, { end: {} }]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+const SECRET = "a-test-secret-of-at-least-32-bytes!!";
+
 describe("WebSocket streams with authentication on", () => {
   let server: TestServer;
   let ws: string;
   before(async () => {
     // The service's own auth override leaves Countdown public; without it, every method needs credentials.
     const guarded = defineService(ExampleService, { handlers: exampleService.handlers });
-    server = await startTestServer([guarded], { API_KEYS: "k-1" });
+    server = await startTestServer([guarded], { API_KEYS: "k-1", JWT_SECRET: SECRET });
     ws = server.httpUrl.replace(/^http/, "ws");
   });
   after(() => server.close());
@@ -205,10 +223,32 @@ describe("WebSocket streams with authentication on", () => {
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 
-  test("the API key travels in a Sec-WebSocket-Protocol entry (base64url), never in the URL", async () => {
+  test("the API key travels in a Sec-WebSocket-Protocol entry (base64url), never in the URL, and is never echoed", async () => {
     const key = Buffer.from("k-1").toString("base64url");
     const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `api-key.${key}`] });
     assert.deepEqual(out.frames, [{ result: { remaining: 1 } }, { end: {} }]);
+    const selected = await new Promise<string>((resolve) => {
+      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Chat`, [WS_PROTOCOL, `api-key.${key}`]);
+      socket.onopen = () => {
+        resolve(socket.protocol);
+        socket.close();
+      };
+    });
+    assert.equal(selected, WS_PROTOCOL, "the server selects the call subprotocol, not the credential entry");
+  });
+
+  test("a JWT travels as bearer.<base64url token>; one that does not verify is UNAUTHENTICATED", async () => {
+    const jwt = await new SignJWT({ sub: "ws-user" })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode(SECRET));
+    const ok = await call(`${ws}/example.v1.ExampleService/Sum`, ['{"value":"2"}', ""], {
+      protocols: [WS_PROTOCOL, `bearer.${Buffer.from(jwt).toString("base64url")}`],
+    });
+    assert.deepEqual(ok.frames, [{ result: { sum: "2", count: 1 } }, { end: {} }]);
+    const token = Buffer.from("not.a.jwt").toString("base64url");
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `bearer.${token}`] });
+    assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 });
 
