@@ -93,7 +93,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
     });
 
     describe("server-sent events", () => {
-      test("Accept: text/event-stream gives data frames with the SSE headers, never compressed", async () => {
+      test("Accept: text/event-stream gives data frames, then `event: end`, with the SSE headers, never compressed", async () => {
         const res = await get("/api/v1/countdown/3", { ...SSE, "accept-encoding": "gzip, br" });
         assert.equal(res.status, 200);
         assert.equal(res.headers.get("content-type"), "text/event-stream");
@@ -102,7 +102,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         assert.equal(res.headers.get("content-encoding"), null);
         assert.equal(
           await res.text(),
-          'data: {"result":{"remaining":3}}\n\ndata: {"result":{"remaining":2}}\n\ndata: {"result":{"remaining":1}}\n\n',
+          'data: {"result":{"remaining":3}}\n\ndata: {"result":{"remaining":2}}\n\ndata: {"result":{"remaining":1}}\n\nevent: end\ndata: {}\n\n',
         );
       });
 
@@ -113,6 +113,13 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         const refused = await get("/api/v1/countdown/1", { accept: "text/event-stream;q=0, */*" });
         assert.equal(refused.headers.get("content-type"), "application/x-ndjson");
         await refused.text();
+      });
+
+      test("a stream that succeeds ends with one `event: end` frame after its last message; a failed one has none", async () => {
+        const ok = await (await get("/v1/shelves/s1/titles:watch?count=2", SSE)).text();
+        assert.equal(ok, 'data: {"result":"Book 1"}\n\ndata: {"result":"Book 2"}\n\nevent: end\ndata: {}\n\n');
+        const failed = await (await get("/v1/shelves/s1/titles:watch?count=1&failCode=8", SSE)).text();
+        assert.doesNotMatch(failed, /event: end/);
       });
 
       test("an error after messages is an `event: error` frame", async () => {
@@ -167,7 +174,7 @@ describe("SSE heartbeat", () => {
   test("a `: ping` comment every SSE_HEARTBEAT_SECONDS between frames", async () => {
     const res = await fetch(`${server.httpUrl}/v1/shelves/s1/titles:watch?count=2&intervalMs=300`, { headers: SSE });
     const text = await res.text();
-    assert.match(text, /^data: \{"result":"Book 1"\}\n\n(: ping\n\n){3,7}data: \{"result":"Book 2"\}\n\n$/);
+    assert.match(text, /^data: \{"result":"Book 1"\}\n\n(: ping\n\n){3,7}data: \{"result":"Book 2"\}\n\nevent: end\ndata: \{\}\n\n$/);
   });
 
   test("NDJSON has no heartbeat", async () => {

@@ -17,6 +17,8 @@ interface Outcome {
   errors: unknown[];
   /** EventSource.readyState at the connection error that ended it: 0 would reconnect, 2 gave up. */
   readyState: number;
+  /** Whether the stream's `end` event arrived (and the page closed the source on it, as the README shows). */
+  ended: boolean;
 }
 
 /** Opens an EventSource in the page and collects its events until the connection ends. */
@@ -28,13 +30,17 @@ function listen(page: Page, path: string): Promise<Outcome> {
         const errors: unknown[] = [];
         const source = new EventSource(url);
         source.onmessage = (e) => messages.push(JSON.parse(e.data as string));
+        source.addEventListener("end", () => {
+          source.close();
+          resolve({ messages, errors, readyState: source.readyState, ended: true });
+        });
         source.addEventListener("error", (e) => {
           const data = (e as unknown as { data?: string }).data;
           if (data !== undefined) return void errors.push(JSON.parse(data));
           // The connection ended (a stream's normal end included): stop it from reconnecting.
           const readyState = source.readyState;
           source.close();
-          resolve({ messages, errors, readyState });
+          resolve({ messages, errors, readyState, ended: false });
         });
       }),
     path,
@@ -52,8 +58,10 @@ describe("EventSource in headless Chromium", () => {
     describe(`gateway mode ${mode}`, () => {
       let server: TestServer;
       let page: Page;
+      let library: ReturnType<typeof createLibrary>;
       before(async () => {
-        server = await startTestServer([exampleService, createLibrary().service], { GATEWAY_MODE: mode });
+        library = createLibrary();
+        server = await startTestServer([exampleService, library.service], { GATEWAY_MODE: mode });
         page = await browser.newPage();
         // The test page, on the service's origin; every other request goes to the real server.
         await page.route(`${server.httpUrl}/eventsource-test`, (route) =>
@@ -66,10 +74,22 @@ describe("EventSource in headless Chromium", () => {
         await server?.close();
       });
 
-      test("receives every message of GET /api/v1/countdown/3", async () => {
+      test("receives every message of GET /api/v1/countdown/3, then the `end` event, and closes without replaying", async () => {
         const outcome = await listen(page, "/api/v1/countdown/3");
         assert.deepEqual(outcome.messages, [{ result: { remaining: 3 } }, { result: { remaining: 2 } }, { result: { remaining: 1 } }]);
         assert.deepEqual(outcome.errors, []);
+        assert.equal(outcome.ended, true, "the end event reached the page");
+        assert.equal(outcome.readyState, 2, "EventSource.CLOSED: no reconnect");
+      });
+
+      test("a library stream that succeeds is called once: the browser does not reconnect after `end`", async () => {
+        const before = library.seen.length;
+        const outcome = await listen(page, "/v1/shelves/s1/titles:watch?count=2");
+        assert.deepEqual(outcome.messages, [{ result: "Book 1" }, { result: "Book 2" }]);
+        assert.equal(outcome.ended, true);
+        // Give a reconnect the chance to happen: a second page request round trip, then count the calls.
+        await page.evaluate(() => fetch("/healthcheck").then((r) => r.text()));
+        assert.equal(library.seen.length - before, 1, "one call to the stream's handler");
       });
 
       test("gets a stream error as an `error` event with data", async () => {

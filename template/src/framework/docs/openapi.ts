@@ -179,7 +179,7 @@ function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string
       lines.push(
         "",
         'With `Accept: text/event-stream` it is a server-sent event stream instead: `data: {"result": …}` frames, ' +
-          "a terminal `event: error` frame, and `: ping` comments as heartbeats.",
+          "then `event: end` (data `{}`) when it succeeded or `event: error` when it failed, and `: ping` comments as heartbeats.",
       );
     }
   }

@@ -365,6 +365,7 @@ async function writeStream(s: StreamReply, stream: AsyncIterable<Message>, heart
       if (raw.destroyed) return; // the client left; returning ends the handler's stream
     }
     if (!s.started) start(s);
+    if (!rawBody && marshaler.end !== undefined) raw.write(marshaler.end);
     finish(s);
   } catch (err) {
     if (!s.started) {

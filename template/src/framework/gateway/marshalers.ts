@@ -27,6 +27,11 @@ export interface StreamMarshaler {
    * headers, if no message has yet). Omit for no heartbeat.
    */
   readonly heartbeat?: string;
+  /**
+   * Written after the last message of a stream that ended OK, before the response ends. Omit for none
+   * (NDJSON needs none: the end of the body is the end of the stream).
+   */
+  readonly end?: string;
 }
 
 /** Newline-delimited JSON, grpc-gateway's stream format: `{"result":…}\n` per message, `{"error":…}\n` last. */
@@ -36,12 +41,17 @@ export const ndjsonMarshaler: StreamMarshaler = {
   error: (status) => `{"error":${status}}\n`,
 };
 
-/** Server-sent events: `data: {"result":…}` frames, `event: error` last, `: ping` comments between. */
+/**
+ * Server-sent events: `data: {"result":…}` frames, then `event: end` (data `{}`) or `event: error` last,
+ * `: ping` comments between. The end event lets an EventSource close: when the response just ends, the
+ * browser reconnects and the stream is played again.
+ */
 export const sseMarshaler: StreamMarshaler = {
   headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" },
   message: (json) => `data: {"result":${json}}\n\n`,
   error: (status) => `event: error\ndata: {"error":${status}}\n\n`,
   heartbeat: ": ping\n\n",
+  end: "event: end\ndata: {}\n\n",
 };
 
 export const NDJSON = "application/x-ndjson";
