@@ -77,12 +77,18 @@ function open(url: string, headers: Record<string, string> = {}) {
     req.once("response", resolve);
     req.once("error", reject);
   });
+  // Once answered, the server may close the connection while the body is still open (it never reads
+  // the rest): writing on then fails, which the tests expect.
+  req.on("error", () => {});
   req.flushHeaders();
   return {
     req,
     response,
-    /** Writes one piece of the body and waits until it is handed to the socket. */
-    send: (piece: string) => new Promise<void>((resolve, reject) => req.write(piece, (err) => (err ? reject(err) : resolve()))),
+    /**
+     * Writes one piece of the body and waits until it is handed to the socket (or failed to be: the
+     * server may already have answered and closed; what the test then reads tells).
+     */
+    send: (piece: string) => new Promise<void>((resolve) => req.write(piece, () => resolve())),
     end: () => req.end(),
   };
 }
@@ -219,15 +225,30 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         assert.deepEqual(JSON.parse(reply.body), { code: 5, message: "failed at message 2", details: [] });
       });
 
-      test("an early answer comes while the client is still sending; the rest of its body is discarded", async () => {
+      test("an early answer comes while the client is still sending; the connection then closes, the rest unread", async () => {
         const call = open(url("/v1/totals"));
         await call.send('{"value":5}\n{"value":2,"answerNow":true}\n');
         const reply = await collect(await call.response); // the body is still open
         assert.equal(reply.status, 200);
+        assert.equal(reply.headers.connection, "close");
         assert.deepEqual(JSON.parse(reply.body), { total: "7", count: 2, labels: [] });
-        await call.send('{"value":100}\n');
-        call.end();
-        await once(call.req, "close");
+        await once(call.req.socket!, "close"); // without the client ending its body
+      });
+
+      test("an error before the body ends closes the connection too: a body that never ends is not read", async () => {
+        const call = open(url("/v1/totals"));
+        await call.send('{"value":1}\n{"failCode":3}\n');
+        const reply = await collect(await call.response);
+        assert.equal(reply.status, 400);
+        assert.equal(reply.headers.connection, "close");
+        await once(call.req.socket!, "close");
+      });
+
+      test("Grpc-Timeout covers the whole call: a client that never sends gets 504 DEADLINE_EXCEEDED", async () => {
+        const call = open(url("/v1/totals"), { "grpc-timeout": "200m" });
+        const reply = await collect(await call.response);
+        assert.equal(reply.status, 504);
+        assert.equal(JSON.parse(reply.body).code, Code.DEADLINE_EXCEEDED);
       });
     });
 
@@ -295,6 +316,19 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         const last = (await replies.next()) as { error: { code: number } };
         assert.equal(last.error.code, Code.RESOURCE_EXHAUSTED);
         call.end();
+      });
+
+      test("a client that keeps sending after the stream ended is cut off once 256 KiB more were thrown away", async () => {
+        const call = open(url("/v1/conversations"));
+        await call.send('{"text":"a"}\n');
+        const replies = lines(await call.response);
+        await replies.next();
+        await call.send('{"text":"b","failCode":9}\n');
+        assert.equal(((await replies.next()) as { error: { code: number } }).error.code, 9);
+        assert.equal(await replies.next(), undefined);
+        const closed = once(call.req.socket!, "close");
+        for (let i = 0; i < 40 && !call.req.destroyed; i++) await call.send(" ".repeat(16 * 1024));
+        await closed;
       });
 
       test("the client leaving mid-conversation ends the handler", async () => {

@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { type Message, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
@@ -67,6 +67,39 @@ function callController(reply: FastifyReply): LazyAbortController {
   raw.once("close", onResponseClose);
   if (raw.destroyed) controller.abort(); // gone while the body was read
   return controller;
+}
+
+/** What is still read of a body nobody needs any more, before the connection is closed instead. */
+const DISCARD_BYTES = 256 * 1024;
+const DISCARD_MS = 1000;
+
+/**
+ * The call ended before its request body did (an early answer, an error): the rest is read and thrown
+ * away, so a client that was about to finish can keep its connection, but only up to DISCARD_BYTES or
+ * DISCARD_MS; past that the connection closes once the response is out. Reading on without a bound
+ * would let a client that never stops sending hold the server busy for nothing (as Go's net/http, which
+ * reads at most 256 KiB of an unread body before closing).
+ */
+function discardRest(body: IncomingMessage, res: ServerResponse): void {
+  const socket = body.socket;
+  let left = DISCARD_BYTES;
+  const stop = () => {
+    clearTimeout(timer);
+    body.off("data", onData);
+  };
+  const close = () => {
+    stop();
+    if (res.writableFinished) socket.destroySoon();
+    else res.once("finish", () => socket.destroySoon());
+  };
+  const onData = (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) close();
+  };
+  const timer = setTimeout(close, DISCARD_MS);
+  body.on("data", onData);
+  body.once("end", stop);
+  body.once("close", stop);
 }
 
 /** For an error before any call was made: no metadata to send back. */
@@ -146,7 +179,8 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
    * A client-streaming or bidi route, from the raw request before fastify reads the body: the body is a
    * stream of JSON messages, each decoded as the call reads it (so neither the whole-body limit nor
    * fastify's content-type parsers apply; each message keeps the receive size limit). The reply is
-   * hijacked and written here. Once the call is over, whatever the client still sends is discarded.
+   * hijacked and written here. If the call ends before the body does (an early answer, an error), the
+   * rest of the body is discarded, within bounds (discardRest).
    */
   const handleRequestStream = async (req: FastifyRequest, reply: FastifyReply, route: GatewayRoute, segments: string[]) => {
     reply.hijack();
@@ -176,7 +210,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       await sendError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message), NO_CALL, false, traceHeader);
     } finally {
       await requests?.return?.();
-      if (!body.readableEnded && !body.destroyed) body.resume();
+      if (!body.readableEnded && !body.destroyed) discardRest(body, reply.raw);
     }
   };
 
@@ -292,6 +326,8 @@ function writeHijacked(
   const raw = reply.raw;
   if (raw.headersSent || raw.destroyed) return;
   const head: OutgoingHttpHeaders = { ...(reply.getHeaders() as OutgoingHttpHeaders), ...headers, "content-type": type };
+  // Answered before the request body ended: the rest is not wanted, and the connection closes after this response.
+  if (!reply.request.raw.readableEnded) head.connection = "close";
   const trailers = trailer && headersFromMetadata(trailer, TRAILER_PREFIX, traceHeader);
   if (trailers) head.trailer = Object.keys(trailers).join(", ");
   else head["content-length"] = Buffer.byteLength(body);
