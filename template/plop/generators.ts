@@ -101,9 +101,6 @@ export function rpcServiceProblem(repo: Repo, service: string): string | undefin
   return undefined;
 }
 
-// The kinds src/framework serves handlers for; a stub of another kind would not type-check.
-const SERVED_KINDS = new Set<string>(["unary", "server-stream"]);
-
 /** An RPC, its messages or its test that exist already (asked early, so the prompt can say so). */
 export function rpcTakenProblem(repo: Repo, service: string, name: string): string | undefined {
   if (rpcServiceProblem(repo, service)) return undefined; // reported by the service prompt
@@ -125,7 +122,6 @@ const rpcTestPath = (svc: ServiceNames, rpc: RpcNames) => `test/${svc.kebab}-${r
 export function kindProblem(kind: string): string | undefined {
   if (kind === "") return `KIND is required: ${KINDS.join(", ")}`;
   if (!(KINDS as readonly string[]).includes(kind)) return `invalid KIND "${kind}": use ${KINDS.join(", ")}`;
-  if (!SERVED_KINDS.has(kind)) return `KIND=${kind} needs a framework that serves ${kind} handlers (src/framework/call/handlers.ts)`;
   return undefined;
 }
 

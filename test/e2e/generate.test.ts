@@ -165,7 +165,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     }
   });
 
-  test("every generator runs non-interactively: a service, an RPC of each kind, an interceptor, a worker", { timeout: 5 * MINUTE }, async (t) => {
+  test("every generator runs non-interactively: a service, an RPC of each of the four kinds, an interceptor, a worker", { timeout: 5 * MINUTE }, async (t) => {
     for (const args of GENERATORS) {
       const r = await run("make", ["-s", ...args], dir, 2 * MINUTE);
       assertOk(r, `make ${args.join(" ")}`);
@@ -187,6 +187,8 @@ describe("demo-svc --yes (defaults: install and git)", () => {
       "Ping answers with the message over gRPC and REST",
       "Refund answers UNIMPLEMENTED until its handler is written",
       "WatchInvoices answers UNIMPLEMENTED until its handler is written",
+      "UploadUsage answers UNIMPLEMENTED until its handler is written",
+      "Negotiate answers UNIMPLEMENTED until its handler is written",
       "audit runs first, before the framework's interceptors",
       "reindex is started with the service",
     ]) {
@@ -195,7 +197,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     t.diagnostic(`make lint ${lint.ms} ms, make test ${r.ms} ms`);
   });
 
-  test("the started service answers each new method over gRPC (buf curl, by reflection) and REST, and documents them in Swagger", { timeout: 5 * MINUTE }, async () => {
+  test("the started service answers each new method, all four kinds, over gRPC (buf curl, by reflection) and REST, and documents them in Swagger", { timeout: 5 * MINUTE }, async () => {
     const server = await startService(dir);
     try {
       const grpc = (method: string, body: string) =>
@@ -209,6 +211,8 @@ describe("demo-svc --yes (defaults: install and git)", () => {
       for (const [method, body, rest] of [
         ["Refund", "{}", { path: "/api/v1/billing/refund", method: "POST", body: "{}" }],
         ["WatchInvoices", '{"accountId":"a1"}', { path: "/api/v1/billing/invoices/a1/watch", method: "GET" }],
+        ["UploadUsage", "{}", { path: "/api/v1/billing/upload-usage", method: "POST", body: "{}\n{}\n" }],
+        ["Negotiate", "{}", { path: "/api/v1/billing/negotiation", method: "PUT", body: "{}\n" }],
       ] as const) {
         const stub = await grpc(method, body);
         assert.notEqual(stub.code, 0, `${method} over gRPC fails`);
@@ -228,7 +232,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
       assert.equal(JSON.parse(echo.output).message, "still");
 
       const swagger = await (await fetch(`${server.httpUrl}/swagger/demo.swagger.json`)).json() as { paths: Record<string, unknown> };
-      for (const p of ["/api/v1/billing/ping/{message}", "/api/v1/billing/refund", "/api/v1/billing/invoices/{account_id}/watch", "/api/v1/echo"]) {
+      for (const p of ["/api/v1/billing/ping/{message}", "/api/v1/billing/refund", "/api/v1/billing/invoices/{accountId}/watch", "/api/v1/billing/upload-usage", "/api/v1/billing/negotiation", "/api/v1/echo"]) {
         assert.ok(p in swagger.paths, `Swagger documents ${p}: ${Object.keys(swagger.paths).join(", ")}`);
       }
     } finally {
@@ -308,6 +312,8 @@ const GENERATORS: string[][] = [
   ["new-service", "NAME=billing"],
   ["new-rpc", "SERVICE=billing", "NAME=Refund", "KIND=unary"],
   ["new-rpc", "SERVICE=billing", "NAME=WatchInvoices", "KIND=server-stream", "HTTP=get:/api/v1/billing/invoices/{account_id}/watch"],
+  ["new-rpc", "SERVICE=billing", "NAME=UploadUsage", "KIND=client-stream"],
+  ["new-rpc", "SERVICE=billing", "NAME=Negotiate", "KIND=bidi", "HTTP=put:/api/v1/billing/negotiation"],
   ["new-interceptor", "NAME=audit"],
   ["new-worker", "NAME=reindex"],
 ];
@@ -322,6 +328,7 @@ const BAD_GENERATOR_INPUT: [string[], string][] = [
   [["new-rpc", "SERVICE=demo", "NAME=Echo", "KIND=unary"], "DemoService has an RPC Echo already"],
   [["new-rpc", "SERVICE=demo", "NAME=Refund", "KIND=sideways"], 'invalid KIND "sideways"'],
   [["new-rpc", "SERVICE=demo", "NAME=Refund", "KIND=unary", "HTTP=fetch:/x"], 'invalid HTTP "fetch:/x"'],
+  [["new-rpc", "SERVICE=demo", "NAME=Refund", "KIND=bidi", "HTTP=get:/x"], "a bidi RPC reads its request messages from the body"],
   [["new-interceptor", "NAME=Audit_Log"], 'invalid NAME "Audit_Log"'],
   [["new-interceptor", "NAME=audit", "SERVICE=nope"], "no service nope"],
   [["new-worker", "NAME=re--index"], 'invalid NAME "re--index"'],

@@ -86,6 +86,15 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
     assert.match(changed(changes, "test/pay-refund.test.ts"), /refund\(\{ refundId: "x" \}\)/);
   });
 
+  it("new-rpc writes client-streaming and bidi stubs over the request stream, tested with a plain grpc-js client", () => {
+    for (const [kind, name, star] of [["client-stream", "Upload", ""], ["bidi", "Haggle", "*"]] as const) {
+      const changes = gen.planRpc(repo, { service: "pay", name, kind });
+      assert.match(changed(changes, "proto/pay/v1/pay.proto"), new RegExp(`rpc ${name}\\(stream ${name}Request\\) returns \\(${star ? "stream " : ""}${name}Response\\)`));
+      assert.ok(changed(changes, "src/service/pay-service.ts").includes(`async ${star}${name.toLowerCase()}(_requests, _ctx) {`));
+      assert.match(changed(changes, `test/pay-${name.toLowerCase()}.test.ts`), /rawClient\(PayService, server\.grpcAddress\)/);
+    }
+  });
+
   it("new-interceptor and new-worker register in the first service src/main.ts runs", () => {
     const interceptor = changed(gen.planPart(repo, { name: "audit" }, "interceptor"), "src/service/pay-service.ts");
     assert.match(interceptor, /preStart\(app\) \{\napp\.prepend\(auditInterceptor\);\n\}/);
@@ -104,6 +113,7 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
       [() => gen.planRpc(repo, { service: "pay", name: "Refund", kind: "unary", http: "post:/api/v1/{a}/{a}" }), /a variable appears twice/],
       [() => gen.planRpc(repo, { service: "pay", name: "Refund", kind: "unary", http: "post:api" }), /^invalid HTTP path "api"/],
       [() => gen.planRpc(repo, { service: "pay", name: "Echo", kind: "both" }), /^invalid KIND "both"/],
+      [() => gen.planRpc(repo, { service: "pay", name: "Up", kind: "client-stream", http: "delete:/x" }), /needs post, put or patch$/],
       [() => gen.planPart(repo, { name: "audit", service: "nope" }, "interceptor"), /^no service nope: src\/service\/nope-service\.ts does not exist$/],
       [() => gen.planPart(repo, { name: "x_y" }, "worker"), /^invalid NAME "x_y"/],
     ];
