@@ -182,7 +182,10 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
       assert.equal(res.status, 200);
       const bytes = Buffer.from(await res.arrayBuffer());
       assert.equal(bytes[0], 0x80, "a trailer frame alone");
-      assert.match(bytes.subarray(5).toString(), /^grpc-status:3\r\ngrpc-message:the body must be exactly one gRPC-Web message frame\r\n/);
+      assert.match(
+        bytes.subarray(5).toString(),
+        /^grpc-status: 3\r\ngrpc-message: the body must be exactly one gRPC-Web message frame\r\n/,
+      );
     }
   });
 

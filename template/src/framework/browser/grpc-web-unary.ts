@@ -65,7 +65,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
       (result) => {
         if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
         const data = toBinary(info.desc.output, result.message);
-        const trailer = frame(TRAILER_FLAG, Buffer.from(`grpc-status:0\r\ngrpc-message:\r\n${metadataLines(ctx.responseTrailer)}`));
+        const trailer = frame(TRAILER_FLAG, Buffer.from(`grpc-status: 0\r\ngrpc-message: \r\n${metadataLines(ctx.responseTrailer)}`));
         const head = metadataHeaders(ctx.responseHeader);
         head["content-type"] = CONTENT_TYPE;
         const body = Buffer.concat([frame(0, data), trailer]);
@@ -75,7 +75,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
       (err: unknown) => {
         if (res.headersSent || res.destroyed) return;
         const status = toServiceError(err, ctx.responseHeader, ctx.responseTrailer);
-        const text = `grpc-status:${status.code}\r\ngrpc-message:${percentEncode(status.details ?? "")}\r\n${metadataLines(status.metadata as Metadata)}`;
+        const text = `grpc-status: ${status.code}\r\ngrpc-message: ${percentEncode(status.details ?? "")}\r\n${metadataLines(status.metadata as Metadata)}`;
         const body = frame(TRAILER_FLAG, Buffer.from(text));
         res.writeHead(200, { "content-type": CONTENT_TYPE, "content-length": String(body.length) }).end(body);
       },
@@ -138,13 +138,13 @@ function metadataHeaders(md: Metadata): Record<string, string | string[]> {
   return head;
 }
 
-/** Trailer metadata as the trailer frame's `key:value\r\n` lines (the status details included). */
+/** Trailer metadata as the trailer frame's `key: value\r\n` lines (HTTP/1 header form, as Connect writes them) (the status details included). */
 function metadataLines(md: Metadata): string {
   let text = "";
   const all = md.toJSON();
   for (const key in all) {
     if (key === "grpc-status" || key === "grpc-message") continue;
-    for (const v of all[key]!) text += `${key}:${typeof v === "string" ? v : v.toString("base64")}\r\n`;
+    for (const v of all[key]!) text += `${key}: ${typeof v === "string" ? v : v.toString("base64")}\r\n`;
   }
   return text;
 }
