@@ -7,6 +7,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { listTemplateFiles } from "../generator/render.js";
+import { withToc } from "../scripts/readme-toc.js";
 import { configTable, envExample } from "../template/scripts/config-docs.js";
 import { settings } from "../template/src/framework/config/schema.js";
 
@@ -88,4 +90,20 @@ test('no template file says "example" in prose', () => {
       .flatMap((line, i) => (PROSE.test(line) ? [`${rel}:${i + 1}: ${line.trim()}`] : [])),
   );
   assert.deepEqual(offenders, [], 'write "e.g." or "for instance" instead');
+});
+
+test("the README's table of contents lists every section, linked (node --import tsx scripts/readme-toc.ts --write)", () => {
+  const readme = read("README.md");
+  assert.equal(readme, withToc(readme), "the table of contents is stale: run node --import tsx scripts/readme-toc.ts --write");
+});
+
+test('no file the generator ships cites "SPEC §" (users do not have that document)', () => {
+  const offenders = listTemplateFiles(template)
+    .filter((rel) => !VERBATIM.some((v) => rel.startsWith(`${v}/`)))
+    .flatMap((rel) =>
+      read(rel)
+        .split("\n")
+        .flatMap((line, i) => (/\bSPEC\s*§/.test(line) ? [`${rel}:${i + 1}: ${line.trim()}`] : [])),
+    );
+  assert.deepEqual(offenders, []);
 });

@@ -15,7 +15,7 @@ async function notFound(url: string): Promise<void> {
   assert.deepEqual(await res.json(), NOT_FOUND, url);
 }
 
-describe("admin port (SPEC §4.1)", () => {
+describe("admin port", () => {
   test("without ADMIN_PORT, /metrics and /debug/pprof/ are on the HTTP port", async (t) => {
     const server = await startTestServer([exampleService]);
     t.after(() => server.close());

@@ -1,4 +1,4 @@
-// Authentication (SPEC §4.5) against the real server, over gRPC and over the HTTP gateway: JWT, API keys,
+// Authentication against the real server, over gRPC and over the HTTP gateway: JWT, API keys,
 // both, the routes that skip auth, the per-service override, the rate limiter and what reaches the logs.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

@@ -1,5 +1,5 @@
 /**
- * Nothing in flight is lost (SPEC §4.6): the service as a process, with slow calls over HTTP and gRPC and
+ * Nothing in flight is lost on shutdown: the service as a process, with slow calls over HTTP and gRPC and
  * two streams running when SIGTERM arrives. Readiness fails during the drain wait, every call ends with its
  * own answer, new connections are refused once each server closes, and the process exits 0.
  *

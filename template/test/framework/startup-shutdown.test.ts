@@ -1,5 +1,5 @@
 /**
- * Start-up and shutdown of the service process in the order of SPEC §4.6: the hooks, the drain
+ * Start-up and shutdown of the service process in the documented order: the hooks, the drain
  * wait, where workers stop, the shutdown budget, a second signal, a failing preStart, ports in
  * use and settings that look like typos. Each test runs a child process with only the settings
  * it names (never the developer's shell).

@@ -78,7 +78,7 @@ function tokenErrorFields(err: unknown): Record<string, unknown> {
 }
 
 /**
- * The global check of SPEC §4.5 from the settings: a valid bearer JWT (claims go on the context) or a
+ * The global authentication check from the settings: a valid bearer JWT (claims go on the context) or a
  * valid `x-api-key`; with both on, either is enough. Keys and secrets are prepared once, here.
  */
 export function authenticator(config: Config): Authenticate | undefined {

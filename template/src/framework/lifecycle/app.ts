@@ -54,7 +54,7 @@ export interface Addresses {
 
 /**
  * One service process: the chain, the gRPC and HTTP servers, readiness and the
- * ordered start-up and shutdown of SPEC §4.6.
+ * ordered start-up and shutdown.
  */
 export class App {
   readonly config: Config;
@@ -251,7 +251,7 @@ export class App {
   }
 
   /**
-   * Graceful shutdown (SPEC §4.6): preStop → readiness fails, failCheck(true) → drain wait →
+   * Graceful shutdown: preStop → readiness fails, failCheck(true) → drain wait →
    * workers stop → admin closes → HTTP then gRPC finish in-flight calls → stop → postStop.
    * SHUTDOWN_DURATION_IN_SECONDS bounds the whole of it: calls still running then are cut, and a
    * hook or worker still busy is no longer awaited. A hook that throws is logged and shutdown goes

@@ -85,8 +85,8 @@ function defaults(env: Record<string, string>, deps: Partial<ChainDeps> = {}) {
 }
 
 describe("the interceptor chain", () => {
-  // The guard test of SPEC §4.3: the order lives in chain.ts and nowhere else. Change both together.
-  test("the default chain order is exactly the one SPEC §4.3 lists", () => {
+  // The guard test of the chain order: it lives in default-chain.ts and nowhere else. Change both together.
+  test("the default chain order is exactly the documented one", () => {
     assert.deepEqual(new Chain(defaults({})).names(), DEFAULT_ORDER);
   });
 

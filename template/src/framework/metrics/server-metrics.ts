@@ -70,7 +70,7 @@ class RouteStats {
 }
 
 /**
- * The service's metrics (SPEC §4.1): gRPC server and outbound client metrics as go-grpc-prometheus
+ * The service's metrics: gRPC server and outbound client metrics as go-grpc-prometheus
  * names them, HTTP gateway metrics by route template, rate-limit rejections and Node process metrics,
  * in a registry of their own (not prom-client's global one), so one process can run several
  * servers. A service adds its own metrics to `registry`.
