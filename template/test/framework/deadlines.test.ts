@@ -56,8 +56,10 @@ describe("deadlines longer than a timer holds (2^31-1 ms) are clamped, never exp
   test("over gRPC: grpc-timeout values just above the limit, of 30 days and the largest the wire allows, are answered", async (t) => {
     const server = await startTestServer([exampleService]);
     t.after(() => server.close());
-    for (const timeout of ["2147484S", "35792M", "2592000S", "720H", "99999999H", "99999999S"]) {
-      assert.equal(await rawEcho(server.grpcAddress, timeout), Code.OK, timeout);
+    // Longer than the 8 digits gRPC allows: grpc-js reads the first 8 digits before a unit, so they are clamped too.
+    const oversized = ["12345678901234567890S", `${"9".repeat(4000)}H`];
+    for (const timeout of ["2147484S", "35792M", "2592000S", "720H", "99999999H", "99999999S", ...oversized]) {
+      assert.equal(await rawEcho(server.grpcAddress, timeout), Code.OK, timeout.slice(0, 30));
     }
     assert.equal(await rawEcho(server.grpcAddress, "2147483S"), Code.OK, "the longest one that fits, unchanged");
   });
@@ -77,7 +79,7 @@ describe("deadlines longer than a timer holds (2^31-1 ms) are clamped, never exp
       });
       assert.equal(res.status, 200, timeout);
       // The status is in the trailer frame at the end of the body.
-      assert.match(Buffer.from(await res.arrayBuffer()).toString("latin1"), /grpc-status: 0\r\n/, timeout);
+      assert.match(Buffer.from(await res.arrayBuffer()).toString("latin1"), /grpc-status: ?0\r\n/, timeout);
     }
   });
 
