@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { create, type DescField, type DescMessage, type Message, ScalarType, toBinary, toJsonString } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescField,
+  type DescMessage,
+  fromJsonString,
+  type Message,
+  ScalarType,
+  toBinary,
+  toJsonString,
+} from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, file_google_protobuf_descriptor, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { BookSchema, file_gatewaytest_v1_library, type Genre, QueryRequestSchema } from "../../../test/gen/gatewaytest/v1/library_pb.js";
 import { EchoResponseSchema, file_example_v1_example } from "../../gen/example/v1/example_pb.js";
@@ -161,7 +170,7 @@ describe("compiled JSON writer", () => {
       bytesValue: new Uint8Array([0, 255, 1]),
       enumValue: 99 as Genre,
       repeatedEnum: [1, 99 as Genre, 0],
-      labels: { "10": "a", "2": "b", z: "c", __proto__: "p" } as Record<string, string>,
+      labels: { "10": "a", "2": "b", z: "c" },
       genreByNumber: { 10: 1, 2: 2, [-1]: 99 as Genre },
       choice: { case: "bookId", value: 5n },
       nested: { label: "x", deeper: { note: "y" } },
@@ -173,6 +182,11 @@ describe("compiled JSON writer", () => {
       structValue: { a: [1, "b"] },
     });
     assertSame(QueryRequestSchema, query);
+    // A map key "__proto__" (an own key, as the JSON and binary readers store it) is written like any other.
+    const book = fromJsonString(BookSchema, '{"labels":{"__proto__":"p","10":"a","b":"c"},"published":"2024-01-02T03:04:05.006Z"}');
+    assert.ok(Object.hasOwn(book.labels, "__proto__"));
+    assertSame(BookSchema, book);
+    assert.match(jsonWriter(BookSchema)(book), /"labels":\{"10":"a","__proto__":"p","b":"c"\}/);
     for (let i = 0; i < 200; i++) assertSame(QueryRequestSchema, create(QueryRequestSchema, fill(r, QueryRequestSchema)));
   });
 
