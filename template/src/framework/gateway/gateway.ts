@@ -64,7 +64,7 @@ function callController(reply: FastifyReply): LazyAbortController {
   const controller = new LazyAbortController();
   const raw = reply.raw as GatewayResponse;
   raw[CONTROLLER] = controller;
-  raw.once("close", onResponseClose);
+  raw.on("close", onResponseClose); // fires once: no once() wrapper needed
   if (raw.destroyed) controller.abort(); // gone while the body was read
   return controller;
 }

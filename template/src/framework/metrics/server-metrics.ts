@@ -1,4 +1,5 @@
-import type { RouteOptions } from "fastify";
+import type { ServerResponse } from "node:http";
+import type { FastifyRequest, RouteOptions } from "fastify";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
@@ -13,6 +14,10 @@ const HTTP_LABELS = ["method", "route", "status_code"] as const;
 export const UNMATCHED_ROUTE = "unmatched";
 /** The status of a gateway request whose client went away before the response ended (nginx's and grpc-gateway's 499). */
 export const CLIENT_CLOSED_REQUEST = 499;
+
+const START = Symbol("request start");
+const REQUEST = Symbol("request");
+type TimedResponse = ServerResponse & { [START]?: number; [REQUEST]?: FastifyRequest };
 
 /**
  * prom-client's default gauges that promtool's lint rejects (non-counters must not end in `_total`).
@@ -154,15 +159,23 @@ export class ServerMetrics {
    */
   gatewayHooks(routes: readonly GatewayRoute[]): Pick<RouteOptions, "onRequest"> {
     for (const route of routes) this.#route(route).series(200);
+    // One listener function for every response, its request and start time kept on the response: no
+    // closure and no once() wrapper per request ("close" fires once).
+    const record = (res: TimedResponse) => {
+      const req = res[REQUEST]!;
+      const route = req.gatewayRoute;
+      const stats = route ? (this.#routes.get(route) ?? this.#route(route)) : this.#unmatchedRoute(req.method);
+      stats.record(res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - res[START]!) / 1000);
+    };
+    function onClose(this: TimedResponse): void {
+      record(this);
+    }
     return {
       onRequest: (req, reply, done) => {
-        const start = performance.now();
-        const res = reply.raw;
-        res.once("close", () => {
-          const route = req.gatewayRoute;
-          const stats = route ? (this.#routes.get(route) ?? this.#route(route)) : this.#unmatchedRoute(req.method);
-          stats.record(res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - start) / 1000);
-        });
+        const res = reply.raw as TimedResponse;
+        res[START] = performance.now();
+        res[REQUEST] = req;
+        res.on("close", onClose);
         done();
       },
     };
