@@ -34,11 +34,13 @@ describe("Swagger UI in headless Chromium", () => {
       await page.waitForSelector('.opblock-summary-path[data-path="/api/v1/echo"]', { timeout: 15_000 });
       const paths = await page.$$eval(".opblock-summary-path", (els) => els.map((e) => e.getAttribute("data-path")));
       assert.deepEqual([...new Set(paths)].sort(), [
+        "/api/v1/chat",
         "/api/v1/countdown",
         "/api/v1/countdown/{from}",
         "/api/v1/echo",
         "/api/v1/echo/{message}",
         "/api/v1/fail",
+        "/api/v1/sum",
       ]);
 
       // Try it out: GET /api/v1/echo/{message} through the UI, answered by the gateway.
