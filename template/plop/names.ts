@@ -167,8 +167,8 @@ export function parseHttp(spec: string, kind: RpcKind): HttpRule | undefined | s
   if (colon < 0 || !VERBS.has(verb))
     return `invalid HTTP "${spec}": use <verb>:<path> with get, post, put, patch or delete, e.g. post:/api/v1/billing/refund (or none)`;
   const segments = path.split("/");
-  if (!path.startsWith("/") || path === "/" || segments.slice(1).some((s) => !SEGMENT.test(s))) {
-    return `invalid HTTP path "${path}": segments of letters, digits, . _ ~ - and {field} variables (snake_case), starting with /`;
+  if (!path.startsWith("/") || path === "/" || segments.slice(1).some((s) => !SEGMENT.test(s) || s === "." || s === "..")) {
+    return `invalid HTTP path "${path}": segments of letters, digits, . _ ~ - (not . or .. alone) and {field} variables (snake_case), starting with /`;
   }
   const variables = segments.filter((s) => s.startsWith("{")).map((s) => s.slice(1, -1));
   if (new Set(variables).size !== variables.length) return `invalid HTTP path "${path}": a variable appears twice`;

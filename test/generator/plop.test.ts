@@ -112,6 +112,7 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
       [() => gen.planRpc(repo, { service: "pay", name: "ToString", kind: "unary" }), /toString is a member of every JavaScript object/],
       [() => gen.planRpc(repo, { service: "pay", name: "Refund", kind: "unary", http: "post:/api/v1/{a}/{a}" }), /a variable appears twice/],
       [() => gen.planRpc(repo, { service: "pay", name: "Refund", kind: "unary", http: "post:api" }), /^invalid HTTP path "api"/],
+      [() => gen.planRpc(repo, { service: "pay", name: "Refund", kind: "unary", http: "post:/api/../admin" }), /^invalid HTTP path "\/api\/\.\.\/admin"/],
       [() => gen.planRpc(repo, { service: "pay", name: "Echo", kind: "both" }), /^invalid KIND "both"/],
       [() => gen.planRpc(repo, { service: "pay", name: "Up", kind: "client-stream", http: "delete:/x" }), /needs post, put or patch$/],
       [() => gen.planPart(repo, { name: "audit", service: "nope" }, "interceptor"), /^no service nope: src\/service\/nope-service\.ts does not exist$/],
