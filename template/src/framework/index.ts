@@ -6,6 +6,8 @@
 export { type Authenticate, unauthenticated } from "./auth/auth.js";
 export { type Claims, claimsOf, requireClaims } from "./auth/claims.js";
 export { type TokenVerifier, verifyOptions } from "./auth/jwt.js";
+/** The WebSocket subprotocol a browser offers to call a streaming method (see the README's "Calling from a browser"). */
+export { WS_PROTOCOL } from "./browser/websocket.js";
 export type { NamedInterceptor } from "./call/chain.js";
 export { addToContext, CallContext, currentContext } from "./call/context.js";
 export type {

@@ -218,7 +218,7 @@ describe("gRPC-Web and Connect with authentication on", () => {
   });
   after(() => server.close());
 
-  test("a call without credentials is UNAUTHENTICATED (HTTP 401 with WWW-Authenticate for Connect)", async () => {
+  test("a call without credentials is UNAUTHENTICATED (HTTP 401 with WWW-Authenticate for Connect), each counted once", async () => {
     const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -235,6 +235,7 @@ describe("gRPC-Web and Connect with authentication on", () => {
       );
       assert.equal(err.code, ConnectCode.Unauthenticated, protocol);
     }
+    assert.equal(await handled(server, "Echo", "Unauthenticated"), 3);
   });
 
   test("the API key travels as a plain header, as gRPC-Web and Connect clients send metadata", async () => {
