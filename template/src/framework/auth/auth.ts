@@ -1,10 +1,10 @@
+import type { DescService } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { CallContext } from "../call/context.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
 import type { Config } from "../config/schema.js";
 import { LineBudget } from "../logging/line-budget.js";
-import type { ServiceImpl } from "../server/service.js";
 import { apiKeyCheck } from "./api-keys.js";
 import { tokenVerifier } from "./jwt.js";
 
@@ -13,6 +13,22 @@ import { tokenVerifier } from "./jwt.js";
  * token's claims on `ctx.claims`; rejects otherwise. A no-op when neither setting is on.
  */
 export type Authenticate = (ctx: CallContext) => Promise<void>;
+
+/**
+ * A service's own auth decision (`authorize` in defineService): true or nothing lets the call on;
+ * false or a throw refuses it. `authenticate` runs the settings' check.
+ */
+export type Authorize = (
+  ctx: CallContext,
+  authenticate: Authenticate,
+  // biome-ignore lint/suspicious/noConfusingVoidType: an override that only throws to reject returns nothing
+) => Promise<boolean | void> | boolean | void;
+
+/** What the auth interceptor needs of a served service (a ServiceImpl is one). */
+export interface AuthScope {
+  readonly desc: DescService;
+  authorize?: Authorize;
+}
 
 /** Why a call was rejected: the warn line's `reason` and the metric's label, never told to the caller. */
 export type RejectionReason =
@@ -122,7 +138,7 @@ function refuseOnFalse(verdict: unknown): void {
  * before it (`dropped`). A service with an `authorize` override decides alone for its methods. Undefined
  * (no chain entry) when auth is off and no service overrides it; a method needing no check gets `next` itself.
  */
-export function authInterceptor(config: Config, services: readonly ServiceImpl[] = [], onRejected?: OnRejected): Interceptor | undefined {
+export function authInterceptor(config: Config, services: readonly AuthScope[] = [], onRejected?: OnRejected): Interceptor | undefined {
   const global = authenticator(config);
   const overrides = new Map(services.filter((s) => typeof s.authorize === "function").map((s) => [s.desc.typeName, s]));
   if (!global && overrides.size === 0) return undefined;
