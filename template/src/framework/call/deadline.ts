@@ -22,6 +22,26 @@ const LONGEST_GRPC_TIMEOUT = `${Math.floor(MAX_TIMER_MS / 1000)}S`;
  * armed with that ends the call at once (a 30-day deadline, `720H`, fails DEADLINE_EXCEEDED immediately).
  */
 export function grpcTimeoutWithinTimer(value: string): string {
+  const ms = wellFormedTimeoutMs(value) ?? looseTimeoutMs(value);
+  return ms !== undefined && ms > MAX_TIMER_MS ? LONGEST_GRPC_TIMEOUT : value;
+}
+
+/** The usual case, on every call with a deadline: 1–8 digits and a unit, read without a regex. */
+function wellFormedTimeoutMs(value: string): number | undefined {
+  const last = value.length - 1;
+  if (last < 1 || last > 8) return undefined;
+  let digits = 0;
+  for (let i = 0; i < last; i++) {
+    const d = value.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return undefined;
+    digits = digits * 10 + d;
+  }
+  const unit = UNIT_MS[value[last]!];
+  return unit === undefined ? undefined : digits * unit;
+}
+
+/** Anything else, read as grpc-js reads it (the first 1–8 digits followed by a unit, anywhere). */
+function looseTimeoutMs(value: string): number | undefined {
   const match = GRPC_TIMEOUT.exec(value);
-  return match && Number(match[1]) * UNIT_MS[match[2]!]! > MAX_TIMER_MS ? LONGEST_GRPC_TIMEOUT : value;
+  return match ? Number(match[1]) * UNIT_MS[match[2]!]! : undefined;
 }

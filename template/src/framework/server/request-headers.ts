@@ -12,7 +12,9 @@ export function joinRepeatedAuthorization(headers: IncomingHttpHeaders, rawHeade
   let values: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
-    if (name.length === 13 && name.toLowerCase() === "authorization") (values ??= []).push(rawHeaders[i + 1] ?? "");
+    if (name.length === 13 && (name === "authorization" || name === "Authorization" || name.toLowerCase() === "authorization")) {
+      (values ??= []).push(rawHeaders[i + 1] ?? "");
+    }
   }
   if (values !== undefined && values.length > 1) headers.authorization = values.join(", ");
 }
