@@ -4,7 +4,7 @@
 import path from "node:path";
 import { parseCliArgs, parseUpdateArgs, UPDATE_USAGE, USAGE } from "./args.js";
 import type { Choices } from "./env-file.js";
-import { reportError, UsageError } from "./errors.js";
+import { reportError, StepError, UsageError } from "./errors.js";
 import { deriveNames } from "./names.js";
 import { assertTemplateReady, defaultTemplateDir, packageVersion } from "./package-root.js";
 import { assertTargetWritable, type Plan, planWithoutPrompts } from "./plan.js";
@@ -43,7 +43,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     const steps = stepsFor(plan.choices);
     if (steps.length > 0) out(`Wrote ${files} files to ${shown}.\n`);
     if (plan.choices.install) out("Installing dependencies with npm...\n");
-    const warnings = await runSteps(steps, plan.targetDir, shown);
+    const warnings = await runSteps(steps, plan.targetDir, shown).catch((e: unknown) => {
+      if (e instanceof StepError) e.written = `${files} files in ${shown}`;
+      throw e;
+    });
     for (const w of warnings) err(`create-grpc-svc: warning: ${w}\n`);
     out(summary(plan, files, shown));
     return 0;

@@ -5,15 +5,29 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-/** A post-render step failed: the files stay, the user gets the command to finish by hand (exit 1). */
+/** A step ended because the user pressed Ctrl-C (or the process was told to stop). */
+export class Interrupted extends Error {
+  override name = "Interrupted";
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`interrupted by ${signal}`);
+  }
+}
+
+/**
+ * A post-render step failed or was interrupted: the files stay, the user gets what was written and the command
+ * to finish by hand (exit 1, or 130 after Ctrl-C).
+ */
 export class StepError extends Error {
   override name = "StepError";
+  /** What is on disk, e.g. "128 files in ./my-svc"; set by the CLI, which knows. */
+  written?: string;
   constructor(
     readonly step: string,
     readonly rerun: string,
     detail: string,
+    readonly signal?: NodeJS.Signals,
   ) {
-    super(`${step} failed${detail ? ` (${detail})` : ""}`);
+    super(signal ? `${step} was interrupted (${signal})` : `${step} failed${detail ? ` (${detail})` : ""}`);
   }
 }
 
@@ -36,8 +50,9 @@ export function reportError(err: unknown, write: (line: string) => void): number
     return 2;
   }
   if (err instanceof StepError) {
-    write(`${PREFIX}${err.message}. The generated files are kept; to finish, run:\n  ${err.rerun}\n`);
-    return 1;
+    const kept = err.written ? `The generated files (${err.written}) are kept` : "The generated files are kept";
+    write(`${PREFIX}${err.message}. ${kept}; to finish, run:\n  ${err.rerun}\n`);
+    return err.signal === "SIGINT" ? 130 : err.signal ? 143 : 1;
   }
   const message = err instanceof Error ? err.message : String(err);
   write(`${PREFIX}${message}\n`);

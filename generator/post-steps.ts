@@ -2,7 +2,7 @@
 // and names the commands that finish the job by hand.
 import { spawn, spawnSync } from "node:child_process";
 import type { Choices } from "./env-file.js";
-import { StepError } from "./errors.js";
+import { Interrupted, StepError } from "./errors.js";
 
 export interface Step {
   /** Shown as "<title> failed". */
@@ -27,10 +27,23 @@ export const npmInstallStep: Step = {
   run: (dir) =>
     new Promise((resolve, reject) => {
       // stdio inherited: npm's own progress is the output; a shell is needed for npm.cmd on Windows.
+      // Ctrl-C reaches npm too (one process group); this process stays alive to say what was written and how to
+      // finish. A signal sent to this process alone is passed on to npm. Listening before npm starts: a signal
+      // in between would otherwise end this process and leave npm running.
+      let interrupted: NodeJS.Signals | undefined;
+      const onSignal = (signal: NodeJS.Signals) => {
+        interrupted = signal;
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      };
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
       const child = spawn("npm", ["install", "--no-audit", "--no-fund"], { cwd: dir, stdio: "inherit", shell: isWindows });
       child.on("error", (err) => reject(new Error(err.message)));
       child.on("close", (code, signal) => {
-        if (code === 0) resolve(undefined);
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+        if (interrupted) reject(new Interrupted(interrupted));
+        else if (code === 0) resolve(undefined);
         else reject(new Error(signal ? `killed by ${signal}` : `exit code ${code}`));
       });
     }),
@@ -77,7 +90,8 @@ export async function runSteps(steps: Step[], dir: string, displayDir: string): 
       if (warning) warnings.push(warning);
     } catch (err) {
       const rest = steps.slice(i).map((s) => s.command);
-      throw new StepError(step.title, [`cd ${shellQuote(displayDir)}`, ...rest].join(" && "), (err as Error).message);
+      const signal = err instanceof Interrupted ? err.signal : undefined;
+      throw new StepError(step.title, [`cd ${shellQuote(displayDir)}`, ...rest].join(" && "), (err as Error).message, signal);
     }
   }
   return warnings;

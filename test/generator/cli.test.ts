@@ -300,7 +300,7 @@ describe("post-render steps", () => {
     const out = path.join(root, "fail-svc");
     const r = runCli(["fail-svc", "--yes"], { template, cwd: root, env: { ...gitEnv(root), PATH: `${bin}${path.delimiter}${process.env.PATH}` } });
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /create-grpc-svc: npm install failed \(exit code 7\)\. The generated files are kept; to finish, run:\n/);
+    assert.match(r.stderr, /create-grpc-svc: npm install failed \(exit code 7\)\. The generated files \(\d+ files in \.\/fail-svc\) are kept; to finish, run:\n/);
     assert.ok(
       r.stderr.includes(`  cd ./fail-svc && npm install --no-audit --no-fund && git init -b main && git add -A && git commit -m "Initial commit from create-grpc-svc"\n`),
       r.stderr,
