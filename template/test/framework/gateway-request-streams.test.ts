@@ -38,6 +38,7 @@ function createStreams() {
       },
       async *converse(requests, ctx) {
         ctx.responseHeader.set("stream-kind", "bidi");
+        if (ctx.metadata.get("early-header").length > 0) ctx.sendHeader();
         let seq = 0;
         try {
           for await (const r of requests) {
@@ -266,6 +267,18 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         assert.deepEqual(await replies.next(), { result: { text: "HOW", seq: 2 } });
         await call.send('"are you"}\n');
         assert.deepEqual(await replies.next(), { result: { text: "ARE YOU", seq: 3 } });
+        call.end();
+        assert.equal(await replies.next(), undefined);
+      });
+
+      test("ctx.sendHeader() before the first reply sends the HTTP headers before the client sends anything", async () => {
+        const call = open(url("/v1/conversations"), { "grpc-metadata-early-header": "1" });
+        const res = await call.response; // nothing sent yet
+        assert.equal(res.statusCode, 200);
+        assert.equal(res.headers["grpc-metadata-stream-kind"], "bidi");
+        const replies = lines(res);
+        await call.send('{"text":"now"}\n');
+        assert.deepEqual(await replies.next(), { result: { text: "NOW", seq: 1 } });
         call.end();
         assert.equal(await replies.next(), undefined);
       });

@@ -171,8 +171,13 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     }
     const controller = callController(reply);
     const metadata = metadataFromHeaders(req.headers, policy);
-    const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline });
-    return respond(req, reply, route, call);
+    if (!route.earlyHeader) {
+      const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline });
+      return respond(req, reply, route, call);
+    }
+    const early = new EarlyHeader();
+    const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline, onHeader: early.send });
+    return respond(req, reply, route, call, early);
   };
 
   /**
@@ -198,14 +203,16 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       requests = jsonMessages(body, maxMessageBytes, decode);
       const controller = callController(reply);
       const metadata = metadataFromHeaders(req.headers, policy);
+      const early = route.earlyHeader ? new EarlyHeader() : undefined;
       const call = await invoker.invoke(route.method, emptyRequestOf(route.method.info), {
         metadata,
         controller,
         httpPath: path,
         deadline,
         requests,
+        onHeader: early?.send,
       });
-      await respond(req, reply, route, call);
+      await respond(req, reply, route, call, early);
     } catch (err) {
       await sendError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message), NO_CALL, false, traceHeader);
     } finally {
@@ -215,7 +222,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   };
 
   /** Answers with what the call produced: one JSON message (or raw HttpBody), a stream, or the error. */
-  const respond = (req: FastifyRequest, reply: FastifyReply, route: GatewayRoute, call: GatewayCall) => {
+  const respond = (req: FastifyRequest, reply: FastifyReply, route: GatewayRoute, call: GatewayCall, early?: EarlyHeader) => {
     const te = headerText(req.headers.te);
     const trailers = te !== undefined && TE_TRAILERS.test(te);
     const { result } = call;
@@ -237,6 +244,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       traceHeader,
       started: false,
     };
+    early?.attach(stream);
     return writeStream(stream, result.stream, heartbeatMs);
   };
 
@@ -368,6 +376,33 @@ function start(s: StreamReply, own: Readonly<Record<string, string>> = s.marshal
   const header = headersFromMetadata(s.call.header, METADATA_PREFIX, s.traceHeader);
   s.reply.raw.writeHead(200, { ...(s.reply.getHeaders() as OutgoingHttpHeaders), ...header, ...own });
   s.started = true;
+}
+
+/**
+ * The HTTP status line and headers of a stream, sent as soon as the call sends its header when that
+ * comes before the first message (a handler calling `ctx.sendHeader()`), which may be before the
+ * gateway has the stream to write to.
+ */
+class EarlyHeader {
+  #stream: StreamReply | undefined;
+  #pending = false;
+
+  readonly send = (): void => {
+    if (!this.#stream) this.#pending = true;
+    else EarlyHeader.#flush(this.#stream);
+  };
+
+  attach(stream: StreamReply): void {
+    this.#stream = stream;
+    if (this.#pending) EarlyHeader.#flush(stream);
+  }
+
+  /** writeHead only buffers the headers until the first write: these must go now. */
+  static #flush(s: StreamReply): void {
+    if (s.started || s.reply.raw.destroyed) return;
+    start(s);
+    s.reply.raw.flushHeaders();
+  }
 }
 
 function heartbeat(s: StreamReply): void {

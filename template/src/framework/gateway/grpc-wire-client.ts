@@ -54,6 +54,8 @@ export interface WireRequest {
   header: Metadata;
   /** Filled with the trailers (all of a trailers-only response), without grpc-status and grpc-message. */
   trailer: Metadata;
+  /** Called once `header` is filled, when the server sends its headers (not for a trailers-only answer). */
+  onHeader?: () => void;
 }
 
 export type UnaryCallback<T> = (error: GrpcError | undefined, message: T | undefined) => void;
@@ -322,7 +324,10 @@ class WireCall {
   response(headers: IncomingHttpHeaders, flags: number): void {
     this.httpStatus = Number(headers[":status"]);
     if (flags & constants.NGHTTP2_FLAG_END_STREAM) this.trailers(headers);
-    else addHeaders(this.req.header, headers);
+    else {
+      addHeaders(this.req.header, headers);
+      this.req.onHeader?.();
+    }
   }
 
   data(chunk: Buffer): void {

@@ -32,6 +32,11 @@ export interface InvokeOptions {
    * unused). Throwing ends the call with that error; the end of them is the client's half-close.
    */
   requests?: AsyncIterator<Message>;
+  /**
+   * Called when the call's response header goes out before its first message (a stream's handler
+   * calling `ctx.sendHeader()`), so the gateway can send the HTTP response headers at once.
+   */
+  onHeader?: () => void;
 }
 
 /** How the gateway reaches the handlers. `invoke` never rejects: failures come back as `result.error`. */
@@ -45,8 +50,16 @@ const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline e
 /** No network hop: the call enters the chain directly, with a context built from the HTTP request. */
 export function inProcessInvoker(): Invoker {
   return {
-    async invoke(method, request, { metadata, controller, httpPath, deadline, requests }) {
-      const ctx = new CallContext({ method: method.info, transport: "http", metadata, controller, deadline, httpPath });
+    async invoke(method, request, { metadata, controller, httpPath, deadline, requests, onHeader }) {
+      const ctx = new CallContext({
+        method: method.info,
+        transport: "http",
+        metadata,
+        controller,
+        deadline,
+        httpPath,
+        sendHeader: onHeader,
+      });
       let result: CallResult;
       try {
         // Client-streaming and bidi: the handler reads the HTTP body's messages as they are decoded.
@@ -122,7 +135,7 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
     return d;
   };
   return {
-    invoke(method, request, { metadata, controller, httpPath, deadline, requests }) {
+    invoke(method, request, { metadata, controller, httpPath, deadline, requests, onHeader }) {
       const header = new Metadata();
       const trailer = new Metadata();
       let message: Uint8Array | undefined;
@@ -136,7 +149,7 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
         }
       }
       metadata.set(GATEWAY_PATH_KEY, httpPath);
-      const call = { path: method.info.path, metadata, message, messages, deadline, signal: controller.signal, header, trailer };
+      const call = { path: method.info.path, metadata, message, messages, deadline, signal: controller.signal, header, trailer, onHeader };
       const decode = decoderOf(method);
       if (!streamsResponses(method.info.kind)) {
         return new Promise<GatewayCall>((resolve) => {

@@ -2,7 +2,7 @@ import { METHODS } from "node:http";
 import { type DescField, type DescMessage, getOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
-import { streamsRequests } from "../call/types.js";
+import { streamsRequests, streamsResponses } from "../call/types.js";
 import type { BoundMethod } from "../server/methods.js";
 import { isHttpBodyField, isHttpBodyMessage } from "./http-body.js";
 import { type PathTemplate, parsePathTemplate } from "./path-template.js";
@@ -32,6 +32,8 @@ export interface GatewayRoute {
   readonly patchMask: DescField | undefined;
   /** A client-streaming or bidi method: the body is a stream of JSON messages, read as the call reads them. */
   readonly requestStream: boolean;
+  /** A server-streaming or bidi method framed by a marshaler: its HTTP headers go out when the call sends its header. */
+  readonly earlyHeader: boolean;
 }
 
 export class RouteError extends Error {}
@@ -119,6 +121,7 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
     rawResponse,
     patchMask,
     requestStream,
+    earlyHeader: streamsResponses(method.info.kind) && !rawResponse,
   };
 }
 
