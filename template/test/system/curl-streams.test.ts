@@ -1,14 +1,15 @@
 /**
  * Sum and Chat over HTTP with the real curl, in every gateway mode, exactly as the README shows them:
- * the body is NDJSON uploaded chunked from curl's standard input as it is written.
+ * the body is NDJSON uploaded chunked from curl's standard input as it is written. A system test: it
+ * needs curl, which `make test` does not (Node and npm are all it needs).
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import { startTestServer, type TestServer } from "../src/framework/testing/harness.js";
-import { exampleService } from "../src/service/example-service.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { exampleService } from "../../src/service/example-service.js";
 
 /** curl uploading its standard input chunked, as it comes (`-T .`), printing each answer as it arrives (`-N`). */
 function curl(url: string) {
