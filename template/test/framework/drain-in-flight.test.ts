@@ -79,7 +79,7 @@ function getStatus(port: number, path: string, giveUpMs?: number): Promise<numbe
   });
 }
 
-/** An SSE stream's `data:` payloads; `first` resolves with the first one. */
+/** An SSE stream's `data:` payloads, a named event's as `{ <name>: payload }`; `first` resolves with the first one. */
 function sse(port: number, path: string): { first: Promise<unknown>; all: Promise<{ contentType: string; events: unknown[] }> } {
   let onFirst!: (event: unknown) => void;
   const first = new Promise<unknown>((resolve) => (onFirst = resolve));
@@ -90,14 +90,13 @@ function sse(port: number, path: string): { first: Promise<unknown>; all: Promis
       res.setEncoding("utf8").on("data", (chunk: string) => {
         buffered += chunk;
         for (let end = buffered.indexOf("\n\n"); end !== -1; end = buffered.indexOf("\n\n")) {
-          const data = buffered
-            .slice(0, end)
-            .split("\n")
-            .filter((l) => l.startsWith("data: "))
-            .map((l) => l.slice(6));
+          const lines = buffered.slice(0, end).split("\n");
+          const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
+          const name = lines.find((l) => l.startsWith("event: "))?.slice(7);
           buffered = buffered.slice(end + 2);
           if (data.length === 0) continue; // a heartbeat comment
-          events.push(JSON.parse(data.join("\n")));
+          const payload: unknown = JSON.parse(data.join("\n"));
+          events.push(name === undefined ? payload : { [name]: payload });
           if (events.length === 1) onFirst(events[0]);
         }
       });
@@ -217,7 +216,8 @@ test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams fini
   assert.match(contentType, /^text\/event-stream/);
   assert.deepEqual(
     events,
-    countdown(SSE.from).map((remaining) => ({ result: { remaining } })),
+    [...countdown(SSE.from).map((remaining) => ({ result: { remaining } })), { end: {} }],
+    "every SSE message, then the end event",
   );
   assert.deepEqual(await grpcStream.promise, countdown(GRPC_STREAM.from));
   await spareClosed; // the spare connection was closed, not left to hold the shutdown
