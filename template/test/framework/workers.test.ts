@@ -95,8 +95,9 @@ describe("the supervisor", () => {
     const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
     const expected = [20, 40, 80, 80, 80];
     gaps.forEach((gap, i) => {
-      // Timers never fire early by more than a rounding millisecond; late is bounded generously for busy machines.
-      assert.ok(gap >= expected[i]! - 1 && gap < expected[i]! + 60, `gap ${i + 1}: ${gap.toFixed(1)} ms, expected ≈ ${expected[i]}`);
+      // A restart never comes before its back-off (timers never fire early, bar a rounding millisecond). How late
+      // it comes depends on the machine's load, so the delays asked are checked from the log lines below instead.
+      assert.ok(gap >= expected[i]! - 1, `gap ${i + 1}: ${gap.toFixed(1)} ms, expected at least ${expected[i]}`);
     });
     assert.equal(await sample(registry, "worker_started_total", "flaky"), 6);
     assert.equal(await sample(registry, "worker_failed_total", "flaky"), 5);
