@@ -4,7 +4,9 @@
 // CMD with the image's environment only, and must serve /healthcheck with the build arguments.
 import assert from "node:assert/strict";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, posix } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -419,5 +421,32 @@ describe("the image, replayed without Docker", { timeout: 10 * MINUTE }, () => {
     server.kill("SIGTERM");
     assert.equal(await exited, 0, output);
     assert.match(output, /"msg":"shutting down"/);
+  });
+
+  test("stack traces in its logs point into src/, not into the bundle (source maps)", { timeout: MINUTE }, async () => {
+    // A start-up failure that logs its stack: the gRPC port is taken.
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    try {
+      const [cmd, ...args] = final.cmd as [string, ...string[]];
+      const port = String((busy.address() as AddressInfo).port);
+      const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...final.env, LISTEN_HOST: "127.0.0.1", GRPC_PORT: port, HTTP_PORT: "0" };
+      const child = spawn(cmd, args, { cwd: app, env, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (out += d));
+      const [code] = (await once(child, "close")) as [number | null];
+      assert.equal(code, 1, out);
+      const fatal = out
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { level?: string; err?: { stack?: string } })
+        .find((l) => l.level === "fatal");
+      const stack = fatal?.err?.stack ?? "";
+      assert.match(stack, /\/src\/framework\/[\w/-]+\.ts:\d+:\d+/, stack);
+      assert.doesNotMatch(stack, /dist\/service\.js/, stack);
+    } finally {
+      busy.close();
+    }
   });
 });
