@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { listTemplateFiles } from "../generator/render.js";
 import { withToc } from "../scripts/readme-toc.js";
-import { configTable, envExample } from "../template/scripts/config-docs.js";
+import { configTable, envExample, groupedSettings } from "../template/scripts/config-docs.js";
 import { settings } from "../template/src/framework/config/schema.js";
 
 const template = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../template");
@@ -35,6 +35,13 @@ test(".env.example lists every setting, and nothing else", () => {
 
 test(".env.example is exactly what scripts/config-docs.ts prints", () => {
   assert.equal(read(".env.example"), envExample(), `.env.example is stale: ${REGENERATE}`);
+});
+
+test("every setting has a heading of its own in scripts/config-docs.ts, none falls under \"Other\"", () => {
+  // A new setting left out of the groups lands at the end of .env.example, away from its neighbours
+  // (JWT_REQUIRE_EXP once sat under "Other", far from JWT_SECRET).
+  const other = groupedSettings().find(([heading]) => heading === "Other");
+  assert.equal(other, undefined, `add ${other?.[1].join(", ")} to a group in template/scripts/config-docs.ts`);
 });
 
 test(".env.example leaves every secret empty", () => {
