@@ -8,7 +8,7 @@
 //
 // Tunables (environment): BENCH_SECONDS (per run, 6), BENCH_RUNS (3), BENCH_WARMUP (seconds, 3),
 // BENCH_SSE_CLIENTS (1000, also the WebSocket streams), BENCH_SSE_SECONDS (10, also WebSocket),
-// BENCH_ONLY (some of grpc,http,browser,sse,ws,startup),
+// BENCH_ONLY (some of grpc,streams,http,browser,sse,ws,startup),
 // BENCH_JSON (write the results there as JSON).
 
 import { readFileSync, writeFileSync } from "node:fs";
@@ -53,6 +53,7 @@ import {
   wrkArgs,
 } from "./lib.js";
 import { Service } from "./proto.js";
+import { closeStreamClients, MESSAGES, type StreamKind, streamLoad } from "./streams.js";
 
 // ---------------------------------------------------------------------------------------------------
 // The table.
@@ -133,6 +134,31 @@ async function grpcGroup(): Promise<void> {
   measuredRow("ours, full default chain ÷ bare grpc-js", o, { m: b, target: 0.9 });
   measuredRow("@connectrpc/connect-node (peer)", p);
   measuredRow("ours, full default chain ÷ connect-node", o, { m: p, target: 1.0 });
+  await Promise.all(servers.map((s) => stop(s.child)));
+}
+
+const STREAM_KINDS: [StreamKind, string][] = [
+  ["server", "server-streaming Countdown"],
+  ["client", "client-streaming Sum"],
+  ["bidi", "bidi Chat"],
+];
+
+/** Messages/s through each kind of stream, the service against a bare grpc-js server with the same handlers. */
+async function streamsGroup(): Promise<void> {
+  const bare = await startBench("bare @grpc/grpc-js", "grpc-js.ts");
+  const ours = await startService("ours: full default chain");
+  const servers = [bare, ours];
+  for (const s of servers) await checkGrpc(s);
+  for (const [kind, title] of STREAM_KINDS) {
+    const results = await measure(servers, streamLoad(kind));
+    const [b, o] = servers.map((s) => results.get(s)!) as [Measured, Measured];
+    section(
+      `gRPC ${title} — messages/s, 8 concurrent calls of ${MESSAGES} messages (grpc-js client); p50/p99 per call, cpu µs per message`,
+    );
+    measuredRow("bare @grpc/grpc-js, same handler (reference)", b);
+    measuredRow("ours, full default chain ÷ bare grpc-js", o, { m: b, target: 0.8 });
+  }
+  closeStreamClients();
   await Promise.all(servers.map((s) => stop(s.child)));
 }
 
@@ -371,8 +397,9 @@ async function main(): Promise<void> {
   const header = machine(pin());
   process.stderr.write(`${header.join("\n")}\n\n`);
   const started = performance.now();
-  const only = new Set((process.env.BENCH_ONLY ?? "grpc,http,browser,sse,ws,startup").split(","));
+  const only = new Set((process.env.BENCH_ONLY ?? "grpc,streams,http,browser,sse,ws,startup").split(","));
   if (only.has("grpc")) await grpcGroup();
+  if (only.has("streams")) await streamsGroup();
   if (only.has("http")) await httpGroup();
   if (only.has("browser")) await browserGroup();
   if (only.has("sse")) await sseGroup();

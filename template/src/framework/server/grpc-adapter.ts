@@ -12,6 +12,7 @@ import { CallContext, runInContext } from "../call/context.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
+import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
 import type { BoundMethod } from "./methods.js";
@@ -77,8 +78,23 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
  * when the stream's buffer wants one). `destroyOnReturn: false`: a handler that stops reading early
  * must not destroy a bidi call's writable side with it.
  */
-function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>): RequestStream {
-  return new RequestStream(call.iterator({ destroyOnReturn: false }));
+function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>, ctx: CallContext): RequestStream {
+  const messages = call.iterator({ destroyOnReturn: false });
+  return new RequestStream({
+    next: () => messages.next().then((step) => (step.done && Date.now() >= ctx.deadline ? expire(ctx) : step)),
+    return: () => messages.return?.() ?? Promise.resolve({ done: true, value: undefined }),
+  });
+}
+
+/**
+ * grpc-js ends a call whose deadline passed on its own (status DEADLINE_EXCEEDED) and ends its input as
+ * if the client had half-closed, without a cancel event: the handler must not mistake that for the end
+ * of the client's messages, and its signal aborts.
+ */
+function expire(ctx: CallContext): never {
+  const expired = new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
+  ctx.abort(expired);
+  throw expired;
 }
 
 /** The status of a failed call: once the header is out, only the trailer can carry metadata. */
@@ -133,7 +149,7 @@ export function grpcHandler(method: BoundMethod) {
       return (call: ServerReadableStream<Message, Message>, callback: sendUnaryData<Message>) => {
         const cancellation = new GrpcCancellation(call);
         const ctx = contextFor(info, call, cancellation);
-        const requests = requestsOf(call);
+        const requests = requestsOf(call, ctx);
         runInContext(ctx, () => invoke({ method: info, ctx, request: emptyRequestOf(info), requests })).then(
           (result) => {
             if (ctx.aborted) return; // nobody left to tell
@@ -154,7 +170,7 @@ export function grpcHandler(method: BoundMethod) {
         const cancellation = new GrpcCancellation(call);
         const ctx = contextFor(info, call, cancellation);
         const bidi = info.kind === "bidi_streaming";
-        const requests = bidi ? requestsOf(call as ServerDuplexStream<Message, Message>) : undefined;
+        const requests = bidi ? requestsOf(call as ServerDuplexStream<Message, Message>, ctx) : undefined;
         const request = bidi ? emptyRequestOf(info) : (call as ServerWritableStream<Message, Message>).request;
         runInContext(ctx, async () => {
           try {
