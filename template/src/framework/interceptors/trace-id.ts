@@ -25,8 +25,10 @@ export function traceId(headerName: string): Interceptor {
     const fromRequest = field ? (m: Message) => (m as unknown as Record<string, unknown>)[field.localName] as string : () => undefined;
     return (call) => {
       const { ctx, requests } = call;
-      const fromHeader = () => sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ?? randomUUID();
-      const id = requests ? fromHeader() : (sanitizeTraceId(fromRequest(call.request)) ?? fromHeader());
+      const id =
+        (requests ? undefined : sanitizeTraceId(fromRequest(call.request))) ??
+        sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ??
+        randomUUID();
       ctx.setTraceId(id);
       ctx.responseHeader.set(header, id);
       if (requests && field) {
