@@ -1,10 +1,12 @@
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { DescMessage, Message, MessageShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { type Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { Metadata } from "@grpc/grpc-js";
-import type { CallContext } from "../call/context.js";
+import { CallContext } from "../call/context.js";
+import { LazyAbortController } from "../call/lazy-abort.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import type { MethodInfo } from "../call/types.js";
 import { detailsFromMetadata, detailTypes } from "../errors/wire.js";
 
 // Between our call model and the Connect project's: metadata, and errors with their details.
@@ -57,6 +59,33 @@ export function metadataOf(headers: IncomingHttpHeaders): Metadata {
     }
   }
   return md;
+}
+
+/**
+ * The context of a unary call served straight from the HTTP exchange (the Connect and gRPC-Web fast
+ * paths): its signal aborts when the client goes away before the answer is out.
+ */
+export function fastPathContext(
+  info: MethodInfo,
+  headers: IncomingHttpHeaders,
+  res: ServerResponse,
+  deadline: number,
+  protocol: "connect" | "grpc-web",
+): CallContext {
+  const controller = new LazyAbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  const ctx = new CallContext({
+    method: info,
+    transport: "http",
+    metadata: metadataOf(headers),
+    controller,
+    deadline,
+    httpPath: info.path,
+  });
+  ctx.fields.protocol = protocol;
+  return ctx;
 }
 
 /** Response metadata onto the protocol's headers or trailers (reserved `grpc-` keys stay out). */

@@ -3,11 +3,10 @@ import { fromBinary, fromJsonString, type Message, toBinary, toJsonString } from
 import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { Logger } from "pino";
-import { CallContext, runInContext } from "../call/context.js";
+import { runInContext } from "../call/context.js";
 import { MAX_TIMER_MS } from "../call/deadline.js";
-import { LazyAbortController } from "../call/lazy-abort.js";
 import type { BoundMethod } from "../server/methods.js";
-import { connectError, metadataOf } from "./connect-bridge.js";
+import { connectError, fastPathContext } from "./connect-bridge.js";
 
 /**
  * The Connect protocol's plainest and most common call, a unary POST of `application/json` or
@@ -31,20 +30,14 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
   const timeout = headers["connect-timeout-ms"];
   if (timeout !== undefined && (typeof timeout !== "string" || !/^\d{1,10}$/.test(timeout))) return false; // Connect's handler words the error
 
-  const controller = new LazyAbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) controller.abort();
-  });
   const info = method.info;
-  const ctx = new CallContext({
-    method: info,
-    transport: "http",
-    metadata: metadataOf(headers),
-    controller,
-    deadline: timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + Math.min(Number(timeout), MAX_TIMER_MS),
-    httpPath: info.path,
-  });
-  ctx.fields.protocol = "connect";
+  const ctx = fastPathContext(
+    info,
+    headers,
+    res,
+    timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + Math.min(Number(timeout), MAX_TIMER_MS),
+    "connect",
+  );
   readBody(req, maxBytes)
     .then(
       (body) => {

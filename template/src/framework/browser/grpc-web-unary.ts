@@ -2,14 +2,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { CallContext, runInContext } from "../call/context.js";
+import { runInContext } from "../call/context.js";
 import { timerDelay } from "../call/deadline.js";
-import { LazyAbortController } from "../call/lazy-abort.js";
 import { Code, GrpcError } from "../call/status.js";
 import { toServiceError } from "../errors/wire.js";
 import { parseGrpcTimeout } from "../gateway/metadata.js";
 import type { BoundMethod } from "../server/methods.js";
-import { metadataOf } from "./connect-bridge.js";
+import { fastPathContext } from "./connect-bridge.js";
 
 const TRAILER_FLAG = 0x80;
 const CONTENT_TYPE = "application/grpc-web+proto";
@@ -37,20 +36,8 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
     return false; // Connect's handler words the error
   }
 
-  const controller = new LazyAbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) controller.abort();
-  });
   const info = method.info;
-  const ctx = new CallContext({
-    method: info,
-    transport: "http",
-    metadata: metadataOf(headers),
-    controller,
-    deadline,
-    httpPath: info.path,
-  });
-  ctx.fields.protocol = "grpc-web";
+  const ctx = fastPathContext(info, headers, res, deadline, "grpc-web");
   readFrame(req, maxBytes)
     .then((bytes) => {
       let request: Message;
