@@ -44,6 +44,31 @@ test("every setting has a heading of its own in scripts/config-docs.ts, none fal
   assert.equal(other, undefined, `add ${other?.[1].join(", ")} to a group in template/scripts/config-docs.ts`);
 });
 
+test("a test file the README names next to a make target is one that target runs", () => {
+  // After the test split, the README said `make test` replays the Dockerfile while that test had moved to
+  // test/framework/ (make test-framework). Scope of each target: package.json's test scripts.
+  const scope: Record<string, (file: string) => boolean> = {
+    test: (f) => !/^(src\/framework|test\/framework|test\/system)\//.test(f),
+    "test-framework": (f) => /^(src\/framework|test\/framework)\//.test(f),
+    "test-system": (f) => f.startsWith("test/system/"),
+  };
+  // Table rows are units of their own; otherwise a paragraph.
+  const units = read("README.md")
+    .split(/\n\s*\n/)
+    .flatMap((para) => (para.startsWith("|") ? para.split("\n") : [para]));
+  const wrong: string[] = [];
+  for (const unit of units) {
+    const targets = new Set([...unit.matchAll(/`make (test(?:-framework|-system)?)`/g)].map((m) => m[1] as string));
+    if (targets.size !== 1) continue;
+    const [target] = [...targets] as [string];
+    for (const [, file] of unit.matchAll(/`((?:src|test)\/[^`*]*\.test\.ts)`/g)) {
+      if (!fs.existsSync(path.join(template, file as string))) wrong.push(`${file} does not exist`);
+      else if (!scope[target]?.(file as string)) wrong.push(`${file} is not run by make ${target}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
 test(".env.example leaves every secret empty", () => {
   const text = read(".env.example");
   for (const [name, s] of Object.entries(settings)) {
