@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { fromJsonString, type Message, mergeFromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { fromJsonString, type Message, mergeFromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -12,6 +12,7 @@ import { RequestStream } from "../call/request-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import { type MethodInfo, streamsRequests } from "../call/types.js";
 import { httpError } from "../gateway/errors.js";
+import { jsonWriter } from "../gateway/json-writer.js";
 import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
 import { decodeRequest } from "../gateway/request.js";
 import { Router } from "../gateway/router.js";
@@ -33,7 +34,6 @@ const FIRST_MESSAGE_MS = 30_000;
 /** Above this many unsent bytes, a stream waits for the socket before producing the next message. */
 const HIGH_WATER_BYTES = 64 * 1024;
 const JSON_READ = { ignoreUnknownFields: true } as const;
-const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 const END_FRAME = '{"end":{}}';
 /** A client-streaming or bidi call pauses the socket with this many requests unread, and resumes at the low mark. */
 const QUEUE_HIGH = 32;
@@ -72,7 +72,11 @@ interface Target {
  */
 export function registerWebSockets(app: FastifyInstance, options: WebSocketOptions): void {
   const byPath = new Map<string, BoundMethod>();
-  for (const m of options.methods) if (m.info.kind !== "unary") byPath.set(m.info.path, m);
+  for (const m of options.methods) {
+    if (m.info.kind === "unary") continue;
+    byPath.set(m.info.path, m);
+    jsonWriter(m.info.desc.output); // compiled now, not on the first call
+  }
   const router = new Router<GatewayRoute>();
   const taken = new Set<string>();
   for (const route of options.routes) {
@@ -322,19 +326,19 @@ class StreamCall {
   async #run(request: Message, requests: RequestStream | undefined): Promise<void> {
     const ctx = this.#ctx;
     const ws = this.#ws;
-    const output = this.#info.desc.output;
+    const write = jsonWriter(this.#info.desc.output); // compiled at start-up: this is a WeakMap lookup
     let it: AsyncIterator<Message> | undefined;
     try {
       const result = await runInContext(ctx, () => this.#target.method.invoke({ method: this.#info, ctx, request, requests }));
       if ("message" in result) {
-        if (!this.#ended) ws.send(`{"result":${toJsonString(output, result.message, JSON_WRITE)}}`);
+        if (!this.#ended) ws.send(`{"result":${write(result.message)}}`);
       } else {
         it = result.stream[Symbol.asyncIterator]();
         for (;;) {
           const step = await runInContext(ctx, () => it!.next());
           if (step.done) break;
           if (this.#ended) return; // the client left
-          const frame = `{"result":${toJsonString(output, step.value, JSON_WRITE)}}`;
+          const frame = `{"result":${write(step.value)}}`;
           if (ws.bufferedAmount < HIGH_WATER_BYTES) ws.send(frame);
           else await new Promise<void>((resolve) => ws.send(frame, () => resolve()));
         }
