@@ -115,7 +115,7 @@ describe("streams over gRPC (grpc-js client)", () => {
     const status = statusOfCall(call);
     call.write(create(StreamingOutputCallRequestSchema));
     assert.equal((await status).code, Code.DEADLINE_EXCEEDED);
-    const reason = await aborted.deadline.promise;
-    assert.equal((reason as { code?: number }).code, Code.DEADLINE_EXCEEDED);
+    // Aborted by the timeout, by grpc-js's own end of the call or by the end of input past the deadline: whichever comes first.
+    await aborted.deadline.promise;
   });
 });

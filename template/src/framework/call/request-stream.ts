@@ -20,10 +20,16 @@ export class RequestStream implements AsyncIterableIterator<Message> {
   #error: unknown;
   #failed = false;
   #closed = false;
+  #handlers: [(step: IteratorResult<Message>) => IteratorResult<Message, undefined>, (err: unknown) => never] | undefined;
+  readonly #atEnd: (() => void) | undefined;
 
-  /** `source` yields the decoded messages and ends when the client half-closes. */
-  constructor(source: AsyncIterator<Message>) {
+  /**
+   * `source` yields the decoded messages and ends when the client half-closes. `atEnd` runs when it
+   * ends and may throw to say the end is not a half-close (the transport's deadline, say).
+   */
+  constructor(source: AsyncIterator<Message>, atEnd?: () => void) {
     this.#source = source;
+    this.#atEnd = atEnd;
   }
 
   /** Messages handed to the handler so far. */
@@ -49,18 +55,22 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<Message, undefined>> {
-    if (this.#failed) throw this.#error;
-    if (this.#closed) return DONE;
-    let step: IteratorResult<Message>;
-    try {
-      step = await this.#source.next();
-    } catch (err) {
-      this.#fail(err);
-      throw err;
-    }
+  next(): Promise<IteratorResult<Message, undefined>> {
+    if (this.#failed) return Promise.reject(this.#error);
+    if (this.#closed) return Promise.resolve(DONE);
+    // One promise per message: `then` on the source's, rather than an async method awaiting it.
+    const [onStep, onError] = (this.#handlers ??= [(step) => this.#step(step), (err) => this.#fail(err)]);
+    return this.#source.next().then(onStep, onError);
+  }
+
+  #step(step: IteratorResult<Message>): IteratorResult<Message, undefined> {
     if (step.done) {
       this.#closed = true;
+      try {
+        this.#atEnd?.();
+      } catch (err) {
+        this.#fail(err);
+      }
       return DONE;
     }
     const index = this.#received++;
@@ -69,9 +79,8 @@ export class RequestStream implements AsyncIterableIterator<Message> {
       try {
         for (const inspect of inspectors) inspect(step.value, index);
       } catch (err) {
-        this.#fail(err);
         this.#stopSource();
-        throw err;
+        this.#fail(err);
       }
     }
     return step;
@@ -83,9 +92,10 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     return DONE;
   }
 
-  #fail(err: unknown): void {
+  #fail(err: unknown): never {
     this.#failed = true;
     this.#error = err;
+    throw err;
   }
 
   #stopSource(): void {

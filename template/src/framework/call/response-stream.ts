@@ -21,6 +21,7 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
   #mapError: MapError[] | undefined;
   #sent = 0;
   #ended = false;
+  #handlers: [(step: IteratorResult<Message>) => IteratorResult<Message, undefined>, (err: unknown) => never] | undefined;
 
   constructor(source: AsyncIterable<Message>) {
     this.#source = source[Symbol.asyncIterator]();
@@ -62,14 +63,14 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<Message, undefined>> {
-    if (this.#ended) return { done: true, value: undefined };
-    let step: IteratorResult<Message>;
-    try {
-      step = await this.#source.next();
-    } catch (err) {
-      throw this.#fail(err);
-    }
+  next(): Promise<IteratorResult<Message, undefined>> {
+    if (this.#ended) return Promise.resolve({ done: true, value: undefined });
+    // One promise per message: `then` on the source's, rather than an async method awaiting it.
+    const [onStep, onError] = (this.#handlers ??= [(step) => this.#step(step), (err) => this.#throw(err)]);
+    return this.#source.next().then(onStep, onError);
+  }
+
+  #step(step: IteratorResult<Message>): IteratorResult<Message, undefined> {
     if (step.done) {
       this.#end(undefined);
       return { done: true, value: undefined };
@@ -81,10 +82,14 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
         for (const fn of onSend) fn(step.value, index);
       } catch (err) {
         void this.#source.return?.();
-        throw this.#fail(err);
+        this.#throw(err);
       }
     }
     return step;
+  }
+
+  #throw(err: unknown): never {
+    throw this.#fail(err);
   }
 
   /** The transport stopped reading: the handler's generator is closed (its `finally` runs). */

@@ -79,10 +79,8 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
  * must not destroy a bidi call's writable side with it.
  */
 function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>, ctx: CallContext): RequestStream {
-  const messages = call.iterator({ destroyOnReturn: false });
-  return new RequestStream({
-    next: () => messages.next().then((step) => (step.done && Date.now() >= ctx.deadline ? expire(ctx) : step)),
-    return: () => messages.return?.() ?? Promise.resolve({ done: true, value: undefined }),
+  return new RequestStream(call.iterator({ destroyOnReturn: false }), () => {
+    if (Date.now() >= ctx.deadline) expire(ctx);
   });
 }
 
