@@ -108,12 +108,13 @@ export function rpcTakenProblem(repo: Repo, service: string, name: string): stri
 }
 
 function takenProblem(repo: Repo, files: FileDescriptorProto[], svc: ServiceNames, rpc: RpcNames): string | undefined {
-  const testPath = rpcTestPath(svc, rpc);
-  if (exists(repo, testPath)) return `${testPath} exists already`;
+  // The RPC first: running the same make new-rpc twice should say that, not name the test file it wrote.
   const at = findService(files, svc.protoFile, svc.service);
   if (at?.service.method.some((m) => m.name === rpc.name)) return `${svc.service} has an RPC ${rpc.name} already`;
   const taken = messageNames(files, svc.protoPackage);
   for (const m of [rpc.request, rpc.response]) if (taken.has(m)) return `package ${svc.protoPackage} has a message ${m} already`;
+  const testPath = rpcTestPath(svc, rpc);
+  if (exists(repo, testPath)) return `${testPath} exists already`;
   return undefined;
 }
 

@@ -118,9 +118,13 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
       [() => gen.planPart(repo, { name: "audit", service: "nope" }, "interceptor"), /^no service nope: src\/service\/nope-service\.ts does not exist$/],
       [() => gen.planPart(repo, { name: "x_y" }, "worker"), /^invalid NAME "x_y"/],
     ];
+    // An RPC that new-rpc made before has its test file too: the RPC is what the error names.
+    fs.writeFileSync(path.join(out, "test/pay-echo.test.ts"), "// written by an earlier make new-rpc\n");
+    cases.push([() => gen.planRpc(repo, { service: "pay", name: "Echo", kind: "unary" }), /^PayService has an RPC Echo already$/]);
     const before = fs.readFileSync(path.join(out, "src/main.ts"), "utf8");
     for (const [plan, message] of cases) assert.throws(plan, (err: Error) => message.test(err.message) && !err.message.includes("\n"), String(message));
     assert.equal(fs.readFileSync(path.join(out, "src/main.ts"), "utf8"), before);
+    fs.rmSync(path.join(out, "test/pay-echo.test.ts"));
   });
 
   it("writes nothing when a file to create has appeared since planning", () => {
