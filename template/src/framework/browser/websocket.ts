@@ -20,6 +20,7 @@ import type { GatewayRoute } from "../gateway/routes.js";
 import { acceptUpgrades, refuseUpgrade } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
 import type { CorsPolicy } from "./cors.js";
+import { Keepalive, type Watched } from "./keepalive.js";
 
 /**
  * The WebSocket subprotocol of a call, which a client offers (and the server selects) beside any
@@ -39,6 +40,7 @@ const END_FRAME = '{"end":{}}';
 const QUEUE_HIGH = 32;
 const QUEUE_LOW = 8;
 const CANCELLED = new GrpcError(Code.CANCELLED, "the client closed the WebSocket");
+const LOST = new GrpcError(Code.CANCELLED, "the client stopped answering WebSocket pings");
 
 export interface WebSocketOptions {
   methods: readonly BoundMethod[];
@@ -92,6 +94,8 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     clientTracking: false,
     handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
   });
+  const keepalive = new Keepalive();
+  app.addHook("onClose", async () => keepalive.stop());
   acceptUpgrades(app, (req, socket, head) => {
     const target = resolve(req.url ?? "/", byPath, router, socket);
     if (!target) return;
@@ -102,7 +106,7 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     if (problem) return refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, problem);
     wss.handleUpgrade(req, socket, head, (ws) => {
       const path = (req.url ?? "/").split("?", 1)[0]!;
-      new StreamCall(ws, target, metadata, path, options.log).start();
+      new StreamCall(ws, target, metadata, path, options.log, keepalive).start();
     });
   });
 }
@@ -229,21 +233,25 @@ class FrameQueue implements AsyncIterator<Message> {
 }
 
 /** One call over one WebSocket. */
-class StreamCall {
-  readonly #ws: WebSocket;
+class StreamCall implements Watched {
+  readonly ws: WebSocket;
   readonly #target: Target;
   readonly #info: MethodInfo;
   readonly #ctx: CallContext;
   readonly #controller = new LazyAbortController();
   readonly #log: Logger;
+  readonly #keepalive: Keepalive;
+  /** Why the socket closed, as the handler's abort reason: the client closed it, or it stopped answering. */
+  #closeReason = CANCELLED;
   /** Client-streaming and bidi calls: the requests as they arrive. */
   readonly #requests: FrameQueue | undefined;
   #started = false;
   #ended = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, log: Logger) {
-    this.#ws = ws;
+  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, log: Logger, keepalive: Keepalive) {
+    this.ws = ws;
+    this.#keepalive = keepalive;
     this.#target = target;
     this.#info = target.method.info;
     this.#log = log;
@@ -260,14 +268,16 @@ class StreamCall {
   }
 
   start(): void {
-    const ws = this.#ws;
+    const ws = this.ws;
     ws.on("message", (data, isBinary) => this.#onFrame(data, isBinary));
     ws.on("close", () => {
+      this.#keepalive.unwatch(this);
       clearTimeout(this.#timer);
-      this.#requests?.end(CANCELLED);
+      this.#requests?.end(this.#closeReason);
       this.#ended = true;
-      this.#controller.abort(CANCELLED);
+      this.#controller.abort(this.#closeReason);
     });
+    this.#keepalive.watch(this);
     ws.on("error", (err) => this.#log.debug({ err, path: this.#info.path }, "websocket error"));
     if (this.#requests) {
       // The call starts at once; its handler reads the requests as they come.
@@ -279,6 +289,12 @@ class StreamCall {
       () => this.#finish(new GrpcError(Code.DEADLINE_EXCEEDED, `no request message within ${FIRST_MESSAGE_MS / 1000} s`)),
       FIRST_MESSAGE_MS,
     );
+  }
+
+  /** The keepalive found the socket gone: drop the connection; the close ends the call CANCELLED. */
+  lost(): void {
+    this.#closeReason = LOST;
+    this.ws.terminate();
   }
 
   #onFrame(data: RawData, isBinary: boolean): void {
@@ -325,7 +341,7 @@ class StreamCall {
   /** Enters the chain once, then sends each response message as it comes, waiting for a slow socket. */
   async #run(request: Message, requests: RequestStream | undefined): Promise<void> {
     const ctx = this.#ctx;
-    const ws = this.#ws;
+    const ws = this.ws;
     const write = jsonWriter(this.#info.desc.output); // compiled at start-up: this is a WeakMap lookup
     let it: AsyncIterator<Message> | undefined;
     try {
@@ -362,6 +378,6 @@ class StreamCall {
     this.#requests?.return();
     if (err !== undefined) this.#controller.abort(err); // stops a handler still running
     const frame = err === undefined ? END_FRAME : `{"error":${httpError(err).body}}`;
-    this.#ws.send(frame, () => this.#ws.close(1000));
+    this.ws.send(frame, () => this.ws.close(1000));
   }
 }

@@ -1,0 +1,98 @@
+/**
+ * The WebSocket keepalive: a client that stops answering pings (a half-open connection) is dropped and
+ * its call cancelled, so the handler does not hold on until shutdown; a client that answers keeps its
+ * call. Sweeps are run on demand (sweepKeepalivesNow) instead of waiting out the interval.
+ */
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { after, before, describe, test } from "node:test";
+import { WebSocket } from "ws";
+import { sweepKeepalivesNow } from "../../src/framework/browser/keepalive.js";
+import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
+import { type CallContext, Code, defineService, GrpcError } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { TestService } from "../gen/grpc/testing/test_pb.js";
+
+describe("WebSocket keepalive", () => {
+  let server: TestServer;
+  let url: string;
+  /** The signal of each FullDuplexCall handler, as it starts. */
+  const started: ((signal: AbortSignal) => void)[] = [];
+  const nextCall = () => new Promise<AbortSignal>((resolve) => started.push(resolve));
+
+  const service = defineService(TestService, {
+    handlers: {
+      async *fullDuplexCall(requests, ctx: CallContext) {
+        started.shift()?.(ctx.signal);
+        for await (const request of requests) yield { payload: { body: new Uint8Array(request.responseParameters[0]?.size ?? 0) } };
+      },
+    },
+  });
+
+  before(async () => {
+    server = await startTestServer([service]);
+    url = `${server.httpUrl.replace(/^http/, "ws")}/grpc.testing.TestService/FullDuplexCall`;
+  });
+  after(() => server.close());
+
+  test("a client that never answers a ping is dropped, its handler's signal aborts and the call ends CANCELLED", async () => {
+    const handler = nextCall();
+    const client = new WebSocket(url, [WS_PROTOCOL], { autoPong: false });
+    await once(client, "open");
+    const signal = await handler;
+    const closed = once(client, "close");
+    const pinged = once(client, "ping");
+    sweepKeepalivesNow(); // pings
+    await pinged;
+    assert.equal(signal.aborted, false, "one unanswered ping is not yet a lost client");
+    sweepKeepalivesNow(); // no pong since: terminated
+    const [code] = (await closed) as [number];
+    assert.equal(code, 1006, "dropped without a close frame");
+    if (!signal.aborted) await once(signal, "abort");
+    assert.ok(signal.reason instanceof GrpcError);
+    assert.equal(signal.reason.code, Code.CANCELLED);
+    const line = await waitFor(() =>
+      server.logs.find(
+        (l) => l.msg === "response time" && l.protocol === "websocket" && l.grpcMethod === "/grpc.testing.TestService/FullDuplexCall",
+      ),
+    );
+    assert.equal(line.grpcCode, "Canceled");
+  });
+
+  test("a client that answers pings keeps its call across sweeps and ends it OK", async () => {
+    const handler = nextCall();
+    const client = new WebSocket(url, [WS_PROTOCOL]); // answers pings, as browsers do
+    await once(client, "open");
+    const signal = await handler;
+    const frames: unknown[] = [];
+    client.on("message", (data) => frames.push(JSON.parse(String(data))));
+    // The pong goes out before the ping event; a request sent after it reaches the server after the
+    // pong, so its answer proves the server has read the pong before the next sweep.
+    for (const size of [1, 2]) {
+      const pinged = once(client, "ping");
+      sweepKeepalivesNow();
+      await pinged;
+      client.send(JSON.stringify({ responseParameters: [{ size }] }));
+      await once(client, "message");
+    }
+    sweepKeepalivesNow();
+    const closed = once(client, "close");
+    client.send("");
+    const [code] = (await closed) as [number];
+    assert.equal(code, 1000);
+    assert.equal(signal.aborted, false);
+    assert.deepEqual(frames, [
+      { result: { payload: { type: "COMPRESSABLE", body: "AA==" } } },
+      { result: { payload: { type: "COMPRESSABLE", body: "AAA=" } } },
+      { end: {} },
+    ]);
+  });
+});
+
+async function waitFor<T>(find: () => T | undefined): Promise<T> {
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    await new Promise((r) => setImmediate(r));
+  }
+}
