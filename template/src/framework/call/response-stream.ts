@@ -16,6 +16,7 @@ type MapError = (error: unknown) => unknown;
  */
 export class ResponseStream implements AsyncIterableIterator<Message> {
   readonly #source: AsyncIterator<Message>;
+  readonly #toMessage: ((value: unknown) => Message) | undefined;
   #onSend: OnSend[] | undefined;
   #onEnd: OnEnd[] | undefined;
   #mapError: MapError[] | undefined;
@@ -23,8 +24,10 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
   #ended = false;
   #handlers: [(step: IteratorResult<Message>) => IteratorResult<Message, undefined>, (err: unknown) => never] | undefined;
 
-  constructor(source: AsyncIterable<Message>) {
-    this.#source = source[Symbol.asyncIterator]();
+  /** `toMessage` turns what the source yields into the message sent (the handler step's `create`). */
+  constructor(source: AsyncIterable<unknown>, toMessage?: (value: unknown) => Message) {
+    this.#source = source[Symbol.asyncIterator]() as AsyncIterator<Message>;
+    this.#toMessage = toMessage;
   }
 
   /** `stream` itself when it is a ResponseStream, else a ResponseStream over it. */
@@ -74,6 +77,14 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
     if (step.done) {
       this.#end(undefined);
       return { done: true, value: undefined };
+    }
+    if (this.#toMessage !== undefined) {
+      try {
+        step = { done: false, value: this.#toMessage(step.value) };
+      } catch (err) {
+        void this.#source.return?.();
+        this.#throw(err);
+      }
     }
     const index = this.#sent++;
     const onSend = this.#onSend;

@@ -3,6 +3,7 @@ import type { Chain } from "../call/chain.js";
 import type { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
 import type { RequestStream } from "../call/request-stream.js";
+import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo, Next } from "../call/types.js";
 import { rootLogger } from "../logging/logger.js";
@@ -22,15 +23,14 @@ function handlerStep(info: MethodInfo, handler: AnyHandler): Next {
   switch (info.kind) {
     case "unary":
       return async (call) => ({ message: create(output, (await handler(call.request as never, call.ctx)) as never) });
-    case "server_streaming":
-      return async (call): Promise<CallResult> => {
-        const source = handler(call.request as never, call.ctx) as AsyncIterable<never>;
-        return {
-          stream: (async function* () {
-            for await (const init of source) yield create(output, init);
-          })(),
-        };
-      };
+    case "server_streaming": {
+      // The handler's generator is the stream itself: the chain's hooks and the `create` of each message
+      // ride on one ResponseStream, with no generator of the framework's in between.
+      const toMessage = (init: unknown) => create(output, init as never);
+      return async (call): Promise<CallResult> => ({
+        stream: new ResponseStream(handler(call.request as never, call.ctx) as AsyncIterable<unknown>, toMessage),
+      });
+    }
     case "client_streaming":
       return async (call) => {
         const requests = call.requests as RequestStream;
