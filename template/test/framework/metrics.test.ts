@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { connect as http2Connect } from "node:http2";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
@@ -94,6 +95,38 @@ const codeOfCall = async (call: Promise<unknown>) => (await statusOf(call)).code
 
 function post(server: TestServer, path: string, body: unknown): Promise<Response> {
   return fetch(`${server.httpUrl}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+}
+
+
+/** One gRPC message frame: the compressed flag, the length (as sent, even if it lies) and the bytes. */
+function frame(bytes: Buffer, { compressed = false, length = bytes.length } = {}): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt8(compressed ? 1 : 0, 0);
+  head.writeUInt32BE(length, 1);
+  return Buffer.concat([head, bytes]);
+}
+
+/** Sends one raw gRPC request over node:http2 (no client library to tidy it up); resolves with the grpc-status it got. */
+function rawGrpc(address: string, path: string, body: Buffer, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const session = http2Connect(`http://${address}`);
+    session.on("error", reject);
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+    let status: string | undefined;
+    const note = (h: Record<string, unknown>) => {
+      if (h["grpc-status"] !== undefined) status = String(h["grpc-status"]);
+    };
+    req.on("response", note);
+    req.on("trailers", note);
+    req.on("data", () => {});
+    req.on("error", reject);
+    req.on("close", () => {
+      session.close();
+      if (status === undefined) reject(new Error(`${path}: no grpc-status`));
+      else resolve(Number(status));
+    });
+    req.end(body);
+  });
 }
 
 describe("/metrics", () => {
@@ -221,6 +254,38 @@ describe("/metrics", () => {
     const n = await scrape(off.httpUrl);
     assert.doesNotMatch(n.text, /grpc_server_handling_seconds/);
     assert.equal(n.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1, "the counters stay");
+  });
+
+  test("requests grpc-js refuses before the handler (undecodable, oversized, unknown compression, bad grpc-timeout, two messages) are counted once with the code the client got", async (t) => {
+    const server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
+    t.after(() => server.close());
+    const send = (method: string, body: Buffer, headers?: Record<string, string>) =>
+      rawGrpc(server.grpcAddress, `/${SERVICE}/${method}`, body, headers);
+    // Field 1 (a string) claims 100 bytes and has 1: protobuf-es cannot decode it.
+    const garbage = frame(Buffer.from([0x0a, 0x64, 0x41]));
+    const echo = frame(Buffer.from([0x0a, 0x02, 0x68, 0x69])); // EchoRequest{message: "hi"}
+    assert.equal(await send("Echo", garbage), Code.INTERNAL);
+    assert.equal(await send("Echo", frame(Buffer.alloc(2048))), Code.RESOURCE_EXHAUSTED);
+    assert.equal(await send("Echo", frame(Buffer.from("not snappy"), { compressed: true }), { "grpc-encoding": "snappy" }), Code.UNIMPLEMENTED);
+    assert.equal(await send("Echo", Buffer.concat([echo, echo])), Code.UNIMPLEMENTED);
+    assert.equal(await send("Echo", echo, { "grpc-timeout": "soon" }), Code.INTERNAL);
+    assert.equal(await send("Echo", echo), Code.OK);
+    assert.equal(await send("Countdown", garbage), Code.INTERNAL);
+    // Not ours: health and unknown methods stay out of the metrics.
+    assert.equal(await rawGrpc(server.grpcAddress, "/grpc.health.v1.Health/Check", garbage), Code.INTERNAL);
+    assert.equal(await send("NoSuchMethod", echo), Code.UNIMPLEMENTED);
+
+    const m = await scrape(server.httpUrl);
+    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 6);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "Internal" })), 2);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "ResourceExhausted" })), 1);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "Unimplemented" })), 2);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1, "a good call counts once");
+    assert.equal(m.value("grpc_server_msg_received_total", grpc("Echo")), 1, "only the message that was decoded");
+    assert.equal(m.value("grpc_server_handling_seconds_count", grpc("Echo")), 1, "latency only of handled calls");
+    assert.equal(m.value("grpc_server_started_total", grpc("Countdown")), 1);
+    assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Internal" })), 1);
+    assert.ok(!m.served().some((s) => /health|NoSuchMethod/i.test(Object.values(s.labels).join(" "))));
   });
 
   test("health, readiness, reflection and /metrics itself are never counted", async (t) => {

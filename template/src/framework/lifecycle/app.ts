@@ -143,7 +143,13 @@ export class App {
 
     const methods = bindMethods(this.#services, this.#chain);
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
-    this.#grpc = createGrpcServer({ config, services: this.#services, methods, readiness: this.readiness });
+    this.#grpc = createGrpcServer({
+      config,
+      services: this.#services,
+      methods,
+      readiness: this.readiness,
+      onRejectedBeforeHandler: this.metrics?.onRejectedBeforeHandler,
+    });
     let mode = gatewayMode(config);
     // With TLS the gateway's hop is TLS over TCP too: a plaintext socket would bypass it.
     if (mode === "unix" && tls) mode = "tcp";

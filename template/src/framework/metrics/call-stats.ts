@@ -104,6 +104,15 @@ export class CallStats {
     if (this.duration !== undefined) this.duration.observe((performance.now() - start) / 1000);
   }
 
+  /**
+   * Counts a call the transport refused before it reached the handler (an undecodable or oversized
+   * request): started and handled with its code. No latency: nothing was handled.
+   */
+  refused(code: number): void {
+    this.started.value++;
+    (this.handled[code] ?? this.#handledSeries(code)).value++;
+  }
+
   #handledSeries(code: number): CounterSeries {
     const known = Number.isInteger(code) && code >= 0 && code <= 16 ? code : Code.UNKNOWN;
     return (this.handled[known] ??= this.#handledFamily.series(...this.#labels, codeName(known)));

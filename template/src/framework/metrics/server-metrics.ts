@@ -145,6 +145,11 @@ export class ServerMetrics {
     series.value++;
   };
 
+  /** The gRPC server's report of a call grpc-js refused before the handler ran (see server/grpc-rejections.ts). */
+  readonly onRejectedBeforeHandler = (path: string, code: number): void => {
+    this.#methods.get(path)?.refused(code);
+  };
+
   /** The rate limiter's `onReject`: counts a rejection of the method with this gRPC path. */
   readonly onRateLimited = (path: string): void => {
     const stats = this.#methods.get(path);

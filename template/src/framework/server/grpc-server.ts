@@ -7,6 +7,7 @@ import type { Readiness } from "../health/readiness.js";
 import { rootLogger } from "../logging/logger.js";
 import { grpcHandler } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
+import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-rejections.js";
 import type { BoundMethod } from "./methods.js";
 import { addReflection } from "./reflection.js";
 import { clampGrpcTimeout, joinRepeatedAuthorization } from "./request-headers.js";
@@ -17,6 +18,8 @@ export interface GrpcServerOptions {
   services: readonly ServiceImpl[];
   methods: readonly BoundMethod[];
   readiness: Readiness;
+  /** Told about the calls grpc-js refuses before their handler runs (undecodable, oversized requests…): the metrics count them. */
+  onRejectedBeforeHandler?: OnRejectedBeforeHandler | undefined;
 }
 
 /**
@@ -34,7 +37,7 @@ export const GRPC_LIMITS = {
 } as const;
 
 /** The gRPC server with the user's services, standard health and (unless disabled) reflection. */
-export function createGrpcServer({ config, services, methods, readiness }: GrpcServerOptions): Server {
+export function createGrpcServer({ config, services, methods, readiness, onRejectedBeforeHandler }: GrpcServerOptions): Server {
   const server = new Server({
     "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
     "grpc.max_send_message_length": config.GRPC_MAX_SEND_MSG_SIZE,
@@ -42,6 +45,7 @@ export function createGrpcServer({ config, services, methods, readiness }: GrpcS
     "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
+    interceptors: onRejectedBeforeHandler ? [rejectionsBeforeHandler(methods, onRejectedBeforeHandler)] : [],
   });
   for (const service of services) {
     const implementation: UntypedServiceImplementation = {};

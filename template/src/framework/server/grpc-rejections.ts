@@ -1,0 +1,143 @@
+import type { Http2ServerRequest } from "node:http2";
+import type { Metadata, ServerInterceptingCall, ServerInterceptingCallInterface, ServerInterceptor } from "@grpc/grpc-js";
+import { Code } from "../call/status.js";
+import type { BoundMethod } from "./methods.js";
+
+// grpc-js exports neither name from its index.
+type InterceptingServerListener = Parameters<ServerInterceptingCallInterface["start"]>[0];
+type PartialStatusObject = Parameters<ServerInterceptingCallInterface["sendStatus"]>[0];
+
+/** Told about a call grpc-js ended before its handler ran: the method's gRPC path and the status code sent. */
+export type OnRejectedBeforeHandler = (path: string, code: number) => void;
+
+/**
+ * A grpc-js server interceptor that reports the unary and server-streaming calls grpc-js ends before
+ * our handler runs, which the chain therefore never sees: a request that cannot be decoded
+ * (INTERNAL), is larger than GRPC_MAX_RECV_MSG_SIZE (RESOURCE_EXHAUSTED), is compressed with an
+ * unknown encoding (UNIMPLEMENTED), carries a malformed `grpc-timeout` (INTERNAL), or whose deadline
+ * passes before the request arrives (DEADLINE_EXCEEDED), and requests with no message or two
+ * (UNIMPLEMENTED). grpc-js runs those handlers only once the request message and the client's
+ * half-close are in; client- and bidi-streaming handlers run as soon as the headers arrive, so the
+ * chain sees (and counts) every such call, and this interceptor leaves them alone, as it does health,
+ * reflection and unknown methods.
+ *
+ * The per-call cost is one small object forwarding each event (no closure per call or per message).
+ */
+export function rejectionsBeforeHandler(methods: readonly BoundMethod[], onRejected: OnRejectedBeforeHandler): ServerInterceptor {
+  const watched = new Set(methods.filter((m) => m.info.kind === "unary" || m.info.kind === "server_streaming").map((m) => m.info.path));
+  // grpc-js types the result as its own class; at run time it only uses the interface (as its own chain does).
+  return (descriptor, call) =>
+    (watched.has(descriptor.path) ? new WatchedCall(descriptor.path, call, onRejected) : call) as ServerInterceptingCall;
+}
+
+/** What grpc-js keeps of the HTTP/2 stream on its own call object (not in its types). */
+interface WithStream {
+  stream?: Pick<Http2ServerRequest["stream"], "sentHeaders" | "sentTrailers">;
+}
+
+/**
+ * One unary or server-streaming call, passed through unchanged. It tells handler-bound calls (one
+ * message, then the half-close: grpc-js runs the handler there) from calls ended before that.
+ */
+class WatchedCall implements ServerInterceptingCallInterface, InterceptingServerListener {
+  readonly #path: string;
+  readonly #next: ServerInterceptingCallInterface;
+  readonly #onRejected: OnRejectedBeforeHandler;
+  #listener: InterceptingServerListener | undefined;
+  #messages = 0;
+  /** The handler ran (the chain counts the call), or the call was already reported. */
+  #settled = false;
+
+  constructor(path: string, next: ServerInterceptingCallInterface, onRejected: OnRejectedBeforeHandler) {
+    this.#path = path;
+    this.#next = next;
+    this.#onRejected = onRejected;
+  }
+
+  #reject(code: number): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#onRejected(this.#path, code);
+  }
+
+  // Inbound events, from grpc-js to the handler.
+  onReceiveMetadata(metadata: Metadata): void {
+    this.#listener!.onReceiveMetadata(metadata);
+  }
+
+  onReceiveMessage(message: unknown): void {
+    this.#messages++;
+    this.#listener!.onReceiveMessage(message);
+  }
+
+  onReceiveHalfClose(): void {
+    // Exactly one message: grpc-js now runs the handler, inside the chain. (It answers anything else itself.)
+    if (this.#messages === 1) this.#settled = true;
+    this.#listener!.onReceiveHalfClose();
+  }
+
+  /**
+   * grpc-js reports every end of a call here. Unsettled, the call ended before the handler: with the
+   * status grpc-js sent on its own (which no interceptor sees go by; the HTTP/2 stream kept it), or
+   * with none, when the client cancelled or went away.
+   */
+  onCancel(): void {
+    if (!this.#settled) this.#reject(sentStatus(this.#next) ?? Code.CANCELLED);
+    this.#listener!.onCancel();
+  }
+
+  // Outbound, from the handler (or grpc-js's own answer to a bad request) to the client.
+  start(listener: InterceptingServerListener): void {
+    this.#listener = listener;
+    this.#next.start(this);
+  }
+
+  sendMetadata(metadata: Metadata): void {
+    this.#next.sendMetadata(metadata);
+  }
+
+  sendMessage(message: unknown, callback: () => void): void {
+    this.#next.sendMessage(message, callback);
+  }
+
+  sendStatus(status: PartialStatusObject): void {
+    // Before the handler ran, a status from above is grpc-js refusing a request with no message or two.
+    this.#reject(status.code);
+    this.#next.sendStatus(status);
+  }
+
+  startRead(): void {
+    this.#next.startRead();
+  }
+
+  getPeer() {
+    return this.#next.getPeer();
+  }
+
+  getDeadline() {
+    return this.#next.getDeadline();
+  }
+
+  getHost() {
+    return this.#next.getHost();
+  }
+
+  getAuthContext() {
+    return this.#next.getAuthContext();
+  }
+
+  getConnectionInfo() {
+    return this.#next.getConnectionInfo();
+  }
+
+  getMetricsRecorder() {
+    return this.#next.getMetricsRecorder();
+  }
+}
+
+/** The `grpc-status` grpc-js sent on the call's HTTP/2 stream (trailers-only answer, or trailers), if any. */
+function sentStatus(call: ServerInterceptingCallInterface): number | undefined {
+  const stream = (call as WithStream).stream;
+  const status = stream?.sentHeaders?.["grpc-status"] ?? stream?.sentTrailers?.["grpc-status"];
+  return status === undefined ? undefined : Number(status);
+}
