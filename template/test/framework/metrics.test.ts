@@ -97,7 +97,6 @@ function post(server: TestServer, path: string, body: unknown): Promise<Response
   return fetch(`${server.httpUrl}${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
 }
 
-
 /** One gRPC message frame: the compressed flag, the length (as sent, even if it lies) and the bytes. */
 function frame(bytes: Buffer, { compressed = false, length = bytes.length } = {}): Buffer {
   const head = Buffer.alloc(5);
@@ -266,7 +265,10 @@ describe("/metrics", () => {
     const echo = frame(Buffer.from([0x0a, 0x02, 0x68, 0x69])); // EchoRequest{message: "hi"}
     assert.equal(await send("Echo", garbage), Code.INTERNAL);
     assert.equal(await send("Echo", frame(Buffer.alloc(2048))), Code.RESOURCE_EXHAUSTED);
-    assert.equal(await send("Echo", frame(Buffer.from("not snappy"), { compressed: true }), { "grpc-encoding": "snappy" }), Code.UNIMPLEMENTED);
+    assert.equal(
+      await send("Echo", frame(Buffer.from("not snappy"), { compressed: true }), { "grpc-encoding": "snappy" }),
+      Code.UNIMPLEMENTED,
+    );
     assert.equal(await send("Echo", Buffer.concat([echo, echo])), Code.UNIMPLEMENTED);
     assert.equal(await send("Echo", echo, { "grpc-timeout": "soon" }), Code.INTERNAL);
     assert.equal(await send("Echo", echo), Code.OK);
