@@ -6,18 +6,35 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import fs from "node:fs";
 import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { exampleService } from "../../src/service/example-service.js";
 
-/** curl uploading its standard input chunked, as it comes (`-T .`), printing each answer as it arrives (`-N`). */
+/**
+ * The README's interactive Chat command, its arguments split as a shell would (single quotes only), without the URL:
+ * curl uploading its standard input chunked, as it comes (`-T .`), printing each answer as it arrives (`-N`).
+ */
+const README_CURL = (() => {
+  const readme = fs.readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
+  const line = readme.split("\n").find((l) => l.startsWith("curl ") && l.includes(" -T . ") && l.endsWith("/api/v1/chat"));
+  assert.ok(line, "README.md shows the Chat command: curl … -T . … localhost:9091/api/v1/chat");
+  const words = [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => (m[1] ?? m[2]) as string);
+  return words.slice(1, -1);
+})();
+
 function curl(url: string) {
-  const child = spawn("curl", ["-sS", "-N", "-T", ".", "-X", "POST", "-H", "Content-Type: application/x-ndjson", url], {
-    stdio: ["pipe", "pipe", "inherit"],
+  const child = spawn("curl", [...README_CURL, url], { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   return {
+    /** What curl wrote to the terminal besides the answers (its progress meter, errors): nothing, when all is well. */
+    stderr: () => stderr,
     write: (text: string) => child.stdin.write(text),
     /** The next line curl printed. */
     next: async () => (await lines.next()).value as string | undefined,
@@ -46,6 +63,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
       const answer = sum.next();
       assert.equal(await sum.end(), 0);
       assert.deepEqual(JSON.parse((await answer)!), { sum: "42", count: 3 });
+      assert.equal(sum.stderr(), "");
     });
 
     test("Chat: each line is answered before the next one is written", async () => {
@@ -56,6 +74,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
       }
       assert.equal(await chat.end(), 0);
       assert.equal(await chat.next(), undefined);
+      assert.equal(chat.stderr(), "", "curl printed only the answers: no progress meter between them");
     });
   });
 }
