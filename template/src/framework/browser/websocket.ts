@@ -6,6 +6,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { CallContext, runInContext } from "../call/context.js";
+import { timerDelay } from "../call/deadline.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
@@ -13,7 +14,7 @@ import { Code, GrpcError } from "../call/status.js";
 import { type MethodInfo, streamsRequests } from "../call/types.js";
 import { httpError } from "../gateway/errors.js";
 import { jsonWriter } from "../gateway/json-writer.js";
-import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
+import { type HeaderPolicy, metadataFromHeaders, parseGrpcTimeout } from "../gateway/metadata.js";
 import { decodeRequest } from "../gateway/request.js";
 import { Router } from "../gateway/router.js";
 import type { GatewayRoute } from "../gateway/routes.js";
@@ -30,6 +31,8 @@ export const WS_PROTOCOL = "grpc-json-stream.v1";
 /** Credential entries of Sec-WebSocket-Protocol: a browser cannot set headers on a WebSocket. */
 const BEARER = "bearer.";
 const API_KEY = "api-key.";
+/** A deadline entry (`grpc-timeout.30S`): the browser's way to send what other clients send as the grpc-timeout header. */
+const TIMEOUT = "grpc-timeout.";
 /** A call must get its first request message this soon after the upgrade, else it ends DEADLINE_EXCEEDED. */
 const FIRST_MESSAGE_MS = 30_000;
 /** Above this many unsent bytes, a stream waits for the socket before producing the next message. */
@@ -102,11 +105,20 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     if (!originAllowed(req, options.cors))
       return refuseUpgrade(socket, 403, Code.PERMISSION_DENIED, "origin not allowed: add it to CORS_ALLOWED_ORIGINS");
     const metadata = metadataFromHeaders(req.headers, options.headers);
-    const problem = addCredentials(req.headers["sec-websocket-protocol"], metadata);
-    if (problem) return refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, problem);
+    const offer = readOffer(req.headers["sec-websocket-protocol"], metadata);
+    if (typeof offer === "string") return refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, offer);
+    let timeoutMs: number | undefined;
+    try {
+      timeoutMs = parseGrpcTimeout(req.headers["grpc-timeout"]);
+    } catch (err) {
+      return refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, (err as Error).message);
+    }
+    if (offer.timeoutMs !== undefined) timeoutMs = Math.min(offer.timeoutMs, timeoutMs ?? Number.POSITIVE_INFINITY);
+    // Like any deadline, it covers the whole call from here; the chain's timeout step enforces it.
+    const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
     wss.handleUpgrade(req, socket, head, (ws) => {
       const path = (req.url ?? "/").split("?", 1)[0]!;
-      new StreamCall(ws, target, metadata, path, options.log, keepalive).start();
+      new StreamCall(ws, target, metadata, path, deadline, options.log, keepalive).start();
     });
   });
 }
@@ -146,19 +158,31 @@ function originAllowed(req: IncomingMessage, cors: CorsPolicy): boolean {
   return cors.allows(origin, host);
 }
 
-/** `bearer.<base64url token>` → authorization, `api-key.<base64url key>` → x-api-key. A problem, or undefined. */
-function addCredentials(header: string | undefined, metadata: Metadata): string | undefined {
-  if (header === undefined) return undefined;
+/**
+ * The Sec-WebSocket-Protocol entries beside the subprotocol: `bearer.<base64url token>` → authorization,
+ * `api-key.<base64url key>` → x-api-key, `grpc-timeout.<value>` → the call's timeout. A problem, or the timeout.
+ */
+function readOffer(header: string | undefined, metadata: Metadata): string | { timeoutMs: number | undefined } {
+  let timeoutMs: number | undefined;
+  if (header === undefined) return { timeoutMs };
   const offered = header.split(",").map((p) => p.trim());
   if (!offered.includes(WS_PROTOCOL)) return `offer the WebSocket subprotocol ${WS_PROTOCOL}`;
   for (const entry of offered) {
+    if (entry.startsWith(TIMEOUT)) {
+      try {
+        timeoutMs = parseGrpcTimeout(entry.slice(TIMEOUT.length));
+      } catch {
+        return "a grpc-timeout entry must be 1-8 digits and a unit of H, M, S, m, u or n (grpc-timeout.30S)";
+      }
+      continue;
+    }
     const [prefix, key] = entry.startsWith(BEARER) ? [BEARER, "authorization"] : entry.startsWith(API_KEY) ? [API_KEY, "x-api-key"] : [];
     if (!prefix || !key) continue;
     const value = Buffer.from(entry.slice(prefix.length), "base64url").toString("utf8");
     if (!/^[\x21-\x7e]+$/.test(value)) return `a ${prefix.slice(0, -1)} entry must hold base64url of printable ASCII`;
     metadata.set(key, key === "authorization" ? `Bearer ${value}` : value);
   }
-  return undefined;
+  return { timeoutMs };
 }
 
 /**
@@ -249,7 +273,7 @@ class StreamCall implements Watched {
   #ended = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, log: Logger, keepalive: Keepalive) {
+  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, deadline: number, log: Logger, keepalive: Keepalive) {
     this.ws = ws;
     this.#keepalive = keepalive;
     this.#target = target;
@@ -260,7 +284,7 @@ class StreamCall implements Watched {
       transport: "http",
       metadata,
       controller: this.#controller,
-      deadline: Number.POSITIVE_INFINITY,
+      deadline,
       httpPath: path,
     });
     this.#ctx.fields.protocol = "websocket";
@@ -285,10 +309,10 @@ class StreamCall implements Watched {
       void this.#run(emptyRequestOf(this.#info), new RequestStream(this.#requests));
       return;
     }
-    this.#timer = setTimeout(
-      () => this.#finish(new GrpcError(Code.DEADLINE_EXCEEDED, `no request message within ${FIRST_MESSAGE_MS / 1000} s`)),
-      FIRST_MESSAGE_MS,
-    );
+    // The call's own deadline, if sooner, also bounds the wait for its request.
+    const wait = Math.min(FIRST_MESSAGE_MS, timerDelay(this.#ctx.deadline));
+    const reason = wait < FIRST_MESSAGE_MS ? "deadline exceeded" : `no request message within ${FIRST_MESSAGE_MS / 1000} s`;
+    this.#timer = setTimeout(() => this.#finish(new GrpcError(Code.DEADLINE_EXCEEDED, reason)), wait);
   }
 
   /** The keepalive found the socket gone: drop the connection; the close ends the call CANCELLED. */

@@ -1,7 +1,9 @@
 /**
- * The WebSocket keepalive: a client that stops answering pings (a half-open connection) is dropped and
- * its call cancelled, so the handler does not hold on until shutdown; a client that answers keeps its
- * call. Sweeps are run on demand (sweepKeepalivesNow) instead of waiting out the interval.
+ * How long a WebSocket call lives. The keepalive: a client that stops answering pings (a half-open
+ * connection) is dropped and its call cancelled, so the handler does not hold on until shutdown; a
+ * client that answers keeps its call (sweeps run on demand with sweepKeepalivesNow, not on the
+ * interval). Deadlines: a `grpc-timeout.<value>` subprotocol entry (browsers) or a grpc-timeout header
+ * (other clients) bounds the call like any gRPC deadline.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -86,6 +88,70 @@ describe("WebSocket keepalive", () => {
       { result: { payload: { type: "COMPRESSABLE", body: "AAA=" } } },
       { end: {} },
     ]);
+  });
+});
+
+describe("WebSocket deadlines", () => {
+  let server: TestServer;
+  let url: string;
+  /** The deadline each HalfDuplexCall handler saw. */
+  const deadlines: number[] = [];
+
+  const service = defineService(TestService, {
+    handlers: {
+      // Never answers: waits for its signal (the deadline) and ends with its reason.
+      async *halfDuplexCall(_requests, ctx: CallContext) {
+        deadlines.push(ctx.deadline);
+        if (!ctx.signal.aborted) await once(ctx.signal, "abort");
+        if (ctx.signal.reason) throw ctx.signal.reason;
+        yield {}; // not reached: an aborted signal has a reason
+      },
+    },
+  });
+
+  before(async () => {
+    server = await startTestServer([service]);
+    url = `${server.httpUrl.replace(/^http/, "ws")}/grpc.testing.TestService/HalfDuplexCall`;
+  });
+  after(() => server.close());
+
+  /** Opens a call and collects its frames until the close. */
+  async function frames(client: WebSocket): Promise<{ frames: unknown[]; code: number; protocol: string }> {
+    const out: unknown[] = [];
+    client.on("message", (data) => out.push(JSON.parse(String(data))));
+    await once(client, "open");
+    const protocol = client.protocol;
+    const [code] = (await once(client, "close")) as [number];
+    return { frames: out, code, protocol };
+  }
+
+  test("a grpc-timeout.<value> subprotocol entry is the call's deadline: it ends DEADLINE_EXCEEDED, then a normal close", async () => {
+    const opened = Date.now();
+    const out = await frames(new WebSocket(url, [WS_PROTOCOL, "grpc-timeout.50m"]));
+    assert.equal(out.protocol, WS_PROTOCOL, "the entry is read, never selected");
+    assert.deepEqual(out.frames, [{ error: { code: Code.DEADLINE_EXCEEDED, message: "deadline exceeded", details: [] } }]);
+    assert.equal(out.code, 1000);
+    const deadline = deadlines.at(-1)!;
+    assert.ok(deadline >= opened + 50 && deadline < Number.POSITIVE_INFINITY, `deadline ${deadline - opened} ms after the open`);
+  });
+
+  test("a grpc-timeout header on the upgrade (clients that can set headers) is the deadline too", async () => {
+    const out = await frames(new WebSocket(url, [WS_PROTOCOL], { headers: { "grpc-timeout": "40m" } }));
+    assert.deepEqual(out.frames, [{ error: { code: Code.DEADLINE_EXCEEDED, message: "deadline exceeded", details: [] } }]);
+  });
+
+  test("a malformed timeout entry or header is refused before the upgrade (400)", async () => {
+    for (const init of [
+      { protocols: [WS_PROTOCOL, "grpc-timeout.soon"] },
+      { protocols: [WS_PROTOCOL], headers: { "grpc-timeout": "1year" } },
+    ]) {
+      const client = new WebSocket(url, init.protocols, { headers: init.headers });
+      client.on("error", () => {});
+      const [, res] = (await once(client, "unexpected-response")) as [unknown, import("node:http").IncomingMessage];
+      assert.equal(res.statusCode, 400);
+      res.resume();
+      client.terminate();
+    }
   });
 });
 
