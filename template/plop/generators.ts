@@ -207,10 +207,9 @@ function httpCall(http: HttpRule | undefined): { request: string; urlPath: strin
 /** The service file an interceptor or worker is registered in: SERVICE's, or the first one `run([...])` lists. */
 function targetService(repo: Repo, service: string): { file: string; exportName: string } {
   if (service !== "") {
-    const problem = serviceNameProblem(service, "SERVICE");
+    const problem = partServiceProblem(repo, service);
     if (problem) throw new GeneratorError(problem);
     const svc = serviceNames(service);
-    if (!exists(repo, svc.sourcePath)) throw new GeneratorError(`no service ${service}: ${svc.sourcePath} does not exist`);
     return { file: svc.sourcePath, exportName: svc.exportName };
   }
   const main = new Source(MAIN, read(repo, MAIN));
@@ -221,6 +220,15 @@ function targetService(repo: Repo, service: string): { file: string; exportName:
   const file = path.posix.join(path.posix.dirname(MAIN), from).replace(/\.js$/, ".ts");
   if (!exists(repo, file)) throw new GeneratorError(`${file} (imported by ${MAIN}) does not exist; pass SERVICE=<name>`);
   return { file, exportName: first.name };
+}
+
+/** SERVICE of new-interceptor / new-worker: empty (the first one src/main.ts runs) or a service with handlers. */
+export function partServiceProblem(repo: Repo, service: string): string | undefined {
+  if (service === "") return undefined;
+  const problem = serviceNameProblem(service, "SERVICE");
+  if (problem) return problem;
+  const { sourcePath } = serviceNames(service);
+  return exists(repo, sourcePath) ? undefined : `no service ${service}: ${sourcePath} does not exist`;
 }
 
 export interface PartAnswers {
@@ -390,7 +398,14 @@ export default function generators(plop: NodePlopAPI): void {
           : "a periodic background worker (every()), registered in a service's workers",
       prompts: [
         { type: "input", name: "name", message: `${kind} name (kebab case):`, validate: (v: string) => check(partProblem(repo, v, kind)) },
-        { type: "input", name: "service", message: "Register it in service (empty: the first one src/main.ts runs):", default: "" },
+        // Checked here too, not only when planning: a missing SERVICE is then the same one-line [ERROR] as a bad NAME.
+        {
+          type: "input",
+          name: "service",
+          message: "Register it in service (empty: the first one src/main.ts runs):",
+          default: "",
+          validate: (v: string) => check(partServiceProblem(repo, v)),
+        },
       ],
       actions: [{ type: kind === "interceptor" ? "newInterceptor" : "newWorker" }],
     });

@@ -117,6 +117,9 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
       [() => gen.planRpc(repo, { service: "pay", name: "Up", kind: "client-stream", http: "delete:/x" }), /needs post, put or patch$/],
       [() => gen.planPart(repo, { name: "audit", service: "nope" }, "interceptor"), /^no service nope: src\/service\/nope-service\.ts does not exist$/],
       [() => gen.planPart(repo, { name: "x_y" }, "worker"), /^invalid NAME "x_y"/],
+      // What the SERVICE prompt of new-interceptor and new-worker asks before planning.
+      [() => assert.fail(gen.partServiceProblem(repo, "nope")), /^no service nope: src\/service\/nope-service\.ts does not exist$/],
+      [() => assert.fail(gen.partServiceProblem(repo, "No_pe")), /^invalid SERVICE "No_pe"/],
     ];
     // An RPC that new-rpc made before has its test file too: the RPC is what the error names.
     fs.writeFileSync(path.join(out, "test/pay-echo.test.ts"), "// written by an earlier make new-rpc\n");
