@@ -214,7 +214,8 @@ describe("OpenAPI document of the ExampleService", () => {
 
   test("paths, operation IDs and tags follow the http rules", () => {
     assert.equal(doc.swagger, "2.0");
-    assert.deepEqual(Object.keys(doc.paths), [
+    // The template's own paths, in declaration order (a service that added methods has more besides).
+    const known = [
       "/api/v1/echo",
       "/api/v1/echo/{message}",
       "/api/v1/countdown/{from}",
@@ -222,7 +223,11 @@ describe("OpenAPI document of the ExampleService", () => {
       "/api/v1/fail",
       "/api/v1/sum",
       "/api/v1/chat",
-    ]);
+    ];
+    assert.deepEqual(
+      Object.keys(doc.paths).filter((p) => known.includes(p)),
+      known,
+    );
     assert.equal(doc.paths["/api/v1/echo"]!.post!.operationId, "ExampleService_Echo");
     assert.equal(doc.paths["/api/v1/echo/{message}"]!.get!.operationId, "ExampleService_Echo2");
     assert.deepEqual(doc.paths["/api/v1/fail"]!.post!.tags, ["ExampleService"]);
