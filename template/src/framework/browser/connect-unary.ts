@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { fromBinary, fromJsonString, type Message, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { fromBinary, fromJsonString, type Message, toBinary } from "@bufbuild/protobuf";
 import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { MAX_TIMER_MS } from "../call/deadline.js";
+import { jsonWriter } from "../gateway/json-writer.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, fastPathContext } from "./connect-bridge.js";
 
@@ -52,7 +53,8 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
         return runInContext(ctx, () => method.invoke({ method: info, ctx, request })).then(
           (result) => {
             if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
-            const out = json ? toJsonString(info.desc.output, result.message) : toBinary(info.desc.output, result.message);
+            // Zero-valued fields left out, byte for byte as connect-es writes JSON (compiled at start-up).
+            const out = json ? jsonWriter(info.desc.output, false)(result.message) : toBinary(info.desc.output, result.message);
             const head: Record<string, string | string[]> = {
               "content-type": json ? "application/json" : "application/proto",
               "content-length": String(Buffer.byteLength(out)),

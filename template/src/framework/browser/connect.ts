@@ -22,6 +22,7 @@ import { grpcTimeoutWithinTimer, MAX_TIMER_MS } from "../call/deadline.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { GrpcError } from "../call/status.js";
 import type { Call, MethodInfo } from "../call/types.js";
+import { jsonWriter } from "../gateway/json-writer.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
 import { serveConnectUnary } from "./connect-unary.js";
@@ -176,6 +177,7 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
     router.rpc(method.info.desc as never, implementation(method, method.info.path) as never);
   }
   const unary = new Map(options.methods.filter((m) => m.info.kind === "unary").map((m) => [m.info.path, m]));
+  for (const m of unary.values()) jsonWriter(m.info.desc.output, false); // compiled now for the Connect JSON fast path
   const methodsByPath = new Map<string, string[]>();
   for (const handler of router.handlers) {
     methodsByPath.set(handler.requestPath, [...handler.allowedMethods].sort());

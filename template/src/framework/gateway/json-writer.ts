@@ -17,6 +17,7 @@ import { base64Encode } from "@bufbuild/protobuf/wire";
 export type JsonWriter = (message: Message) => string;
 
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
+const JSON_WRITE_SPARSE = { alwaysEmitImplicit: false } as const;
 /** Returned by a compiled writer for a value it leaves to protobuf-es. */
 const UNSURE = Symbol("unsure");
 type Write = (value: unknown) => string | typeof UNSURE;
@@ -28,21 +29,29 @@ const TIMESTAMP_MS_MIN = -62135596800000;
 const TIMESTAMP_MS_MAX = 253402300799000;
 
 const writers = new WeakMap<DescMessage, JsonWriter>();
+const sparseWriters = new WeakMap<DescMessage, JsonWriter>();
 const compiled = new WeakSet<DescMessage>();
 
-/** The JSON writer of a message type, compiled on first use (the gateway asks for each route's at start-up). */
-export function jsonWriter(desc: DescMessage): JsonWriter {
-  let writer = writers.get(desc);
+/**
+ * The JSON writer of a message type, compiled on first use (the gateway asks for each route's at start-up).
+ * `emitImplicit: false` writes what `toJsonString(desc, message)` does instead: fields with implicit
+ * presence are left out at their zero value, empty lists and maps too (the Connect protocol's JSON, as
+ * connect-es writes it).
+ */
+export function jsonWriter(desc: DescMessage, emitImplicit = true): JsonWriter {
+  const cache = emitImplicit ? writers : sparseWriters;
+  let writer = cache.get(desc);
   if (!writer) {
-    const write = compile(desc, new Map());
+    const options = emitImplicit ? JSON_WRITE : JSON_WRITE_SPARSE;
+    const write = compile(desc, new Map(), emitImplicit);
     if (write) compiled.add(desc);
     writer = write
       ? (message) => {
           const json = write(message);
-          return json === UNSURE ? toJsonString(desc, message, JSON_WRITE) : json;
+          return json === UNSURE ? toJsonString(desc, message, options) : json;
         }
-      : (message) => toJsonString(desc, message, JSON_WRITE);
-    writers.set(desc, writer);
+      : (message) => toJsonString(desc, message, options);
+    cache.set(desc, writer);
   }
   return writer;
 }
@@ -54,7 +63,7 @@ export function isCompiled(desc: DescMessage): boolean {
 }
 
 /** A message type's writer, or undefined when the type is not one the fast path covers. */
-function compile(desc: DescMessage, seen: Map<DescMessage, Write | undefined>): Write | undefined {
+function compile(desc: DescMessage, seen: Map<DescMessage, Write | undefined>, emitImplicit: boolean): Write | undefined {
   if (seen.has(desc)) return seen.get(desc);
   if (desc.typeName === TIMESTAMP) return writeTimestamp;
   if (desc.typeName.startsWith("google.protobuf.")) return undefined;
@@ -64,7 +73,7 @@ function compile(desc: DescMessage, seen: Map<DescMessage, Write | undefined>): 
   seen.set(desc, ref);
   const fields: Write[] = [];
   for (const field of desc.fields.concat().sort((a, b) => a.number - b.number)) {
-    const write = compileField(field, seen);
+    const write = compileField(field, seen, emitImplicit);
     if (!write) {
       seen.set(desc, undefined);
       return undefined;
@@ -86,10 +95,11 @@ function compile(desc: DescMessage, seen: Map<DescMessage, Write | undefined>): 
   return self;
 }
 
-/** A field's `"name":value` member, "" when it is left out, as protobuf-es decides with alwaysEmitImplicit. */
+/** A field's `"name":value` member, "" when it is left out, as protobuf-es decides with the same alwaysEmitImplicit. */
 function compileField(
   field: DescField,
   seen: Map<DescMessage, Write | undefined>,
+  emitImplicit: boolean,
 ): ((message: unknown) => string | typeof UNSURE) | undefined {
   if (field.name === "__proto__" || field.jsonName === "__proto__") return undefined;
   const key = `${JSON.stringify(field.jsonName)}:`;
@@ -104,7 +114,7 @@ function compileField(
       break;
     case "message":
       // Wrappers are unboxed in a message (a plain value), Struct is kept as JSON: both left to protobuf-es.
-      write = compile(field.message, seen);
+      write = compile(field.message, seen, emitImplicit);
       break;
     case "list": {
       const item =
@@ -112,7 +122,7 @@ function compileField(
           ? scalarWriter(field.scalar)
           : field.listKind === "enum"
             ? enumWriter(field.enum)
-            : compile(field.message, seen);
+            : compile(field.message, seen, emitImplicit);
       write = item && listWriter(item);
       break;
     }
@@ -122,7 +132,7 @@ function compileField(
           ? scalarWriter(field.scalar)
           : field.mapKind === "enum"
             ? enumWriter(field.enum)
-            : compile(field.message, seen);
+            : compile(field.message, seen, emitImplicit);
       write = value && mapWriter(value);
       break;
     }
@@ -142,12 +152,53 @@ function compileField(
   const explicit =
     field.fieldKind === "scalar" || field.fieldKind === "enum" || field.fieldKind === "message" ? field.presence !== IMPLICIT : false;
   if (explicit && field.presence === 3 /* LEGACY_REQUIRED */) return undefined;
+  if (!explicit && !emitImplicit) {
+    const isZero = zeroTest(field);
+    if (!isZero) return undefined;
+    return (message) => {
+      const value = (message as Record<string, unknown>)[local];
+      if (isZero(value)) return "";
+      const json = member(value);
+      return json === UNSURE ? UNSURE : key + json;
+    };
+  }
   return (message) => {
     const value = (message as Record<string, unknown>)[local];
     if (explicit && (value === undefined || !Object.hasOwn(message as object, local))) return "";
     const json = member(value);
     return json === UNSURE ? UNSURE : key + json;
   };
+}
+
+/** Whether an implicit-presence field's value is its zero value, which protobuf-es leaves out (its isScalarZeroValue). */
+function zeroTest(field: DescField): ((value: unknown) => boolean) | undefined {
+  switch (field.fieldKind) {
+    case "list":
+      return (v) => Array.isArray(v) && v.length === 0;
+    case "map":
+      return (v) => typeof v === "object" && v !== null && Object.keys(v).length === 0;
+    case "enum": {
+      const zero = field.enum.values[0]?.number;
+      return (v) => v === zero;
+    }
+    case "scalar":
+      switch (field.scalar) {
+        case ScalarType.BOOL:
+          return (v) => v === false;
+        case ScalarType.STRING:
+          return (v) => v === "";
+        case ScalarType.BYTES:
+          return (v) => v instanceof Uint8Array && v.byteLength === 0;
+        case ScalarType.DOUBLE:
+        case ScalarType.FLOAT:
+          return (v) => Object.is(v, 0); // -0 is written
+        default:
+          // biome-ignore lint/suspicious/noDoubleEquals: protobuf-es's own test, which matches 0, 0n and "0"
+          return (v) => v == 0;
+      }
+    default:
+      return undefined; // a message field always has explicit presence
+  }
 }
 
 /** A number as JSON.stringify writes it (NaN and ±Infinity as null). */
