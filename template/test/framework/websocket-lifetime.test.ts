@@ -140,6 +140,13 @@ describe("WebSocket deadlines", () => {
     assert.deepEqual(out.frames, [{ error: { code: Code.DEADLINE_EXCEEDED, message: "deadline exceeded", details: [] } }]);
   });
 
+  test("a server stream whose deadline passes before its request message arrives ends DEADLINE_EXCEEDED", async () => {
+    const stream = url.replace(/HalfDuplexCall$/, "StreamingOutputCall");
+    const out = await frames(new WebSocket(stream, [WS_PROTOCOL, "grpc-timeout.30m"]));
+    assert.deepEqual(out.frames, [{ error: { code: Code.DEADLINE_EXCEEDED, message: "deadline exceeded", details: [] } }]);
+    assert.equal(out.code, 1000);
+  });
+
   test("a malformed timeout entry or header is refused before the upgrade (400)", async () => {
     for (const init of [
       { protocols: [WS_PROTOCOL, "grpc-timeout.soon"] },

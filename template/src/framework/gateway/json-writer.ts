@@ -3,7 +3,8 @@ import { base64Encode } from "@bufbuild/protobuf/wire";
 
 /**
  * Canonical proto3 JSON of a response message as text, byte for byte what protobuf-es's
- * `toJsonString(desc, message, { alwaysEmitImplicit: true })` returns, but written straight into a
+ * `toJsonString(desc, message, { alwaysEmitImplicit: true })` returns (or, for the Connect protocol,
+ * without that option), but written straight into a
  * string by a writer compiled once per message type: protobuf-es builds a JSON object and then
  * stringifies it, and formats each Timestamp through `Date` again (together a few µs of every gateway
  * response). Written by hand because protobuf-es offers no string writer.
