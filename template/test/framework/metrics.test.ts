@@ -299,6 +299,26 @@ describe("/metrics", () => {
     assert.ok(!m.served().some((s) => /health|NoSuchMethod/i.test(Object.values(s.labels).join(" "))));
   });
 
+  test("a client or bidi stream whose message grpc-js cannot read (undecodable, oversized) is counted with the code the client got, not Canceled", async (t) => {
+    const server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
+    t.after(() => server.close());
+    const send = (method: string, body: Buffer) => rawGrpc(server.grpcAddress, `/${SERVICE}/${method}`, body);
+    const one = frame(Buffer.from([0x08, 0x01])); // a valid first message: field 1 = 1
+    const garbage = frame(Buffer.from([0x0a, 0x64, 0x41]));
+    const oversized = frame(Buffer.alloc(2048));
+    for (const method of ["Sum", "Chat"]) {
+      assert.equal(await send(method, Buffer.concat([one, garbage])), Code.INTERNAL, method);
+      assert.equal(await send(method, oversized), Code.RESOURCE_EXHAUSTED, method);
+    }
+    const m = await scrape(server.httpUrl);
+    for (const method of ["Sum", "Chat"]) {
+      assert.equal(m.value("grpc_server_started_total", grpc(method)), 2, method);
+      assert.equal(m.value("grpc_server_handled_total", grpc(method, { grpc_code: "Internal" })), 1, method);
+      assert.equal(m.value("grpc_server_handled_total", grpc(method, { grpc_code: "ResourceExhausted" })), 1, method);
+      assert.equal(m.value("grpc_server_handled_total", grpc(method, { grpc_code: "Canceled" })), undefined, method);
+    }
+  });
+
   test("health, readiness, reflection and /metrics itself are never counted", async (t) => {
     const server = await startTestServer([exampleService]);
     t.after(() => server.close());

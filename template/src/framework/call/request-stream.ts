@@ -22,14 +22,18 @@ export class RequestStream implements AsyncIterableIterator<Message> {
   #closed = false;
   #handlers: [(step: IteratorResult<Message>) => IteratorResult<Message, undefined>, (err: unknown) => never] | undefined;
   readonly #atEnd: (() => void) | undefined;
+  readonly #sourceError: ((err: unknown) => unknown) | undefined;
 
   /**
    * `source` yields the decoded messages and ends when the client half-closes. `atEnd` runs when it
    * ends and may throw to say the end is not a half-close (the transport's deadline, say).
+   * `sourceError` turns an error of the source into the one the call fails with (the status the
+   * transport already answered, say); it runs only on that failure path.
    */
-  constructor(source: AsyncIterator<Message>, atEnd?: () => void) {
+  constructor(source: AsyncIterator<Message>, atEnd?: () => void, sourceError?: (err: unknown) => unknown) {
     this.#source = source;
     this.#atEnd = atEnd;
+    this.#sourceError = sourceError;
   }
 
   /** Messages handed to the handler so far. */
@@ -59,7 +63,10 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     if (this.#failed) return Promise.reject(this.#error);
     if (this.#closed) return Promise.resolve(DONE);
     // One promise per message: `then` on the source's, rather than an async method awaiting it.
-    const [onStep, onError] = (this.#handlers ??= [(step) => this.#step(step), (err) => this.#fail(err)]);
+    const [onStep, onError] = (this.#handlers ??= [
+      (step) => this.#step(step),
+      (err) => this.#fail(this.#sourceError ? this.#sourceError(err) : err),
+    ]);
     return this.#source.next().then(onStep, onError);
   }
 

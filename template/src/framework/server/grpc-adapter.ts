@@ -15,6 +15,7 @@ import { RequestStream } from "../call/request-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
+import { sentStatus } from "./grpc-rejections.js";
 import type { BoundMethod } from "./methods.js";
 
 /** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */
@@ -79,9 +80,25 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
  * must not destroy a bidi call's writable side with it.
  */
 function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>, ctx: CallContext): RequestStream {
-  return new RequestStream(call.iterator({ destroyOnReturn: false }), () => {
-    if (Date.now() >= ctx.deadline) expire(ctx);
-  });
+  return new RequestStream(
+    call.iterator({ destroyOnReturn: false }),
+    () => {
+      if (Date.now() >= ctx.deadline) expire(ctx);
+    },
+    (err) => refusal(call) ?? err,
+  );
+}
+
+/**
+ * The status grpc-js answered on its own when it could not read a request message (undecodable,
+ * oversized, unknown compression), which also ends the handler's input: the client has it already,
+ * and the call fails with it, so the metrics and logs say INTERNAL or RESOURCE_EXHAUSTED rather
+ * than CANCELLED. grpc-js keeps the HTTP/2 stream on its innermost call, which the handler's call
+ * object holds (neither is in its types).
+ */
+function refusal(call: GrpcCall): GrpcError | undefined {
+  const sent = sentStatus((call as unknown as { call?: unknown }).call);
+  return sent && sent.code !== Code.OK ? new GrpcError(sent.code, sent.message) : undefined;
 }
 
 /**

@@ -82,7 +82,7 @@ class WatchedCall implements ServerInterceptingCallInterface, InterceptingServer
    * with none, when the client cancelled or went away.
    */
   onCancel(): void {
-    if (!this.#settled) this.#reject(sentStatus(this.#next) ?? Code.CANCELLED);
+    if (!this.#settled) this.#reject(sentStatus(this.#next)?.code ?? Code.CANCELLED);
     this.#listener!.onCancel();
   }
 
@@ -135,9 +135,23 @@ class WatchedCall implements ServerInterceptingCallInterface, InterceptingServer
   }
 }
 
-/** The `grpc-status` grpc-js sent on the call's HTTP/2 stream (trailers-only answer, or trailers), if any. */
-function sentStatus(call: ServerInterceptingCallInterface): number | undefined {
-  const stream = (call as WithStream).stream;
-  const status = stream?.sentHeaders?.["grpc-status"] ?? stream?.sentTrailers?.["grpc-status"];
-  return status === undefined ? undefined : Number(status);
+/**
+ * The status grpc-js sent on its own on this call's HTTP/2 stream (a trailers-only answer, or
+ * trailers), if any: `call` is grpc-js's innermost call object, which keeps the stream.
+ */
+export function sentStatus(call: unknown): { code: number; message: string } | undefined {
+  const stream = (call as WithStream | undefined)?.stream;
+  const headers = stream?.sentHeaders?.["grpc-status"] !== undefined ? stream.sentHeaders : stream?.sentTrailers;
+  const code = headers?.["grpc-status"];
+  if (code === undefined) return undefined;
+  const message = headers?.["grpc-message"];
+  return { code: Number(code), message: typeof message === "string" ? safeDecodeURI(message) : "" };
+}
+
+function safeDecodeURI(text: string): string {
+  try {
+    return decodeURI(text);
+  } catch {
+    return text;
+  }
 }
