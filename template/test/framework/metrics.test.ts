@@ -4,6 +4,7 @@ import { connect as http2Connect } from "node:http2";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
@@ -281,19 +282,21 @@ describe("/metrics", () => {
     assert.equal(await send("Echo", Buffer.concat([echo, echo])), Code.UNIMPLEMENTED);
     assert.equal(await send("Echo", echo, { "grpc-timeout": "soon" }), Code.INTERNAL);
     assert.equal(await send("Echo", echo), Code.OK);
+    const gzipped = frame(gzipSync(Buffer.from([0x0a, 0x02, 0x68, 0x69])), { compressed: true });
+    assert.equal(await send("Echo", gzipped, { "grpc-encoding": "gzip" }), Code.OK);
     assert.equal(await send("Countdown", garbage), Code.INTERNAL);
     // Not ours: health and unknown methods stay out of the metrics.
     assert.equal(await rawGrpc(server.grpcAddress, "/grpc.health.v1.Health/Check", garbage), Code.INTERNAL);
     assert.equal(await send("NoSuchMethod", echo), Code.UNIMPLEMENTED);
 
     const m = await scrape(server.httpUrl);
-    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 6);
+    assert.equal(m.value("grpc_server_started_total", grpc("Echo")), 7);
     assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "Internal" })), 2);
     assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "ResourceExhausted" })), 1);
     assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "Unimplemented" })), 2);
-    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1, "a good call counts once");
-    assert.equal(m.value("grpc_server_msg_received_total", grpc("Echo")), 1, "only the message that was decoded");
-    assert.equal(m.value("grpc_server_handling_seconds_count", grpc("Echo")), 1, "latency only of handled calls");
+    assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 2, "good calls count once");
+    assert.equal(m.value("grpc_server_msg_received_total", grpc("Echo")), 2, "only the messages that were decoded");
+    assert.equal(m.value("grpc_server_handling_seconds_count", grpc("Echo")), 2, "latency only of handled calls");
     assert.equal(m.value("grpc_server_started_total", grpc("Countdown")), 1);
     assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Internal" })), 1);
     assert.ok(!m.served().some((s) => /health|NoSuchMethod/i.test(Object.values(s.labels).join(" "))));
