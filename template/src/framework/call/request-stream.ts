@@ -2,6 +2,8 @@ import type { Message } from "@bufbuild/protobuf";
 
 type Inspector = (message: Message, index: number) => void;
 
+type Step = IteratorResult<Message, undefined>;
+
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
@@ -20,17 +22,20 @@ export class RequestStream implements AsyncIterableIterator<Message> {
   #error: unknown;
   #failed = false;
   #closed = false;
-  #handlers: [(step: IteratorResult<Message>) => IteratorResult<Message, undefined>, (err: unknown) => never] | undefined;
-  readonly #atEnd: (() => void) | undefined;
+  #handlers: [(step: IteratorResult<Message>) => Step | Promise<Step>, (err: unknown) => never] | undefined;
+  /** Set while `atEnd` decides whether the end of input is a half-close: later reads wait for it too. */
+  #ending: Promise<Step> | undefined;
+  readonly #atEnd: (() => void | Promise<void>) | undefined;
   readonly #sourceError: ((err: unknown) => unknown) | undefined;
 
   /**
    * `source` yields the decoded messages and ends when the client half-closes. `atEnd` runs when it
-   * ends and may throw to say the end is not a half-close (the transport's deadline, say).
-   * `sourceError` turns an error of the source into the one the call fails with (the status the
-   * transport already answered, say); it runs only on that failure path.
+   * ends and may throw (or reject) to say the end is not a half-close (the transport's deadline or a
+   * cancel, say); the handler's read waits for it. `sourceError` turns an error of the source into
+   * the one the call fails with (the status the transport already answered, say); it runs only on
+   * that failure path.
    */
-  constructor(source: AsyncIterator<Message>, atEnd?: () => void, sourceError?: (err: unknown) => unknown) {
+  constructor(source: AsyncIterator<Message>, atEnd?: () => void | Promise<void>, sourceError?: (err: unknown) => unknown) {
     this.#source = source;
     this.#atEnd = atEnd;
     this.#sourceError = sourceError;
@@ -61,7 +66,7 @@ export class RequestStream implements AsyncIterableIterator<Message> {
 
   next(): Promise<IteratorResult<Message, undefined>> {
     if (this.#failed) return Promise.reject(this.#error);
-    if (this.#closed) return Promise.resolve(DONE);
+    if (this.#closed) return this.#ending ?? Promise.resolve(DONE);
     // One promise per message: `then` on the source's, rather than an async method awaiting it.
     const [onStep, onError] = (this.#handlers ??= [
       (step) => this.#step(step),
@@ -70,16 +75,8 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     return this.#source.next().then(onStep, onError);
   }
 
-  #step(step: IteratorResult<Message>): IteratorResult<Message, undefined> {
-    if (step.done) {
-      this.#closed = true;
-      try {
-        this.#atEnd?.();
-      } catch (err) {
-        this.#fail(err);
-      }
-      return DONE;
-    }
+  #step(step: IteratorResult<Message>): Step | Promise<Step> {
+    if (step.done) return this.#end();
     const index = this.#received++;
     const inspectors = this.#inspectors;
     if (inspectors !== undefined) {
@@ -91,6 +88,22 @@ export class RequestStream implements AsyncIterableIterator<Message> {
       }
     }
     return step;
+  }
+
+  #end(): Step | Promise<Step> {
+    this.#closed = true;
+    let ending: void | Promise<void>;
+    try {
+      ending = this.#atEnd?.();
+    } catch (err) {
+      this.#fail(err);
+    }
+    if (ending === undefined) return DONE;
+    this.#ending = ending.then(
+      () => DONE,
+      (err: unknown) => this.#fail(err),
+    );
+    return this.#ending;
   }
 
   /** The handler stopped reading (`break`, an early answer or the end of the call): the rest is discarded. */

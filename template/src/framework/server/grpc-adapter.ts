@@ -82,9 +82,7 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
 function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>, ctx: CallContext): RequestStream {
   return new RequestStream(
     call.iterator({ destroyOnReturn: false }),
-    () => {
-      if (Date.now() >= ctx.deadline) expire(ctx);
-    },
+    () => endOfInput(call, ctx),
     (err) => refusal(call) ?? err,
   );
 }
@@ -99,6 +97,34 @@ function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexS
 function refusal(call: GrpcCall): GrpcError | undefined {
   const sent = sentStatus((call as unknown as { call?: unknown }).call);
   return sent && sent.code !== Code.OK ? new GrpcError(sent.code, sent.message) : undefined;
+}
+
+/**
+ * Whether the end of the client's messages is a half-close. A grpc-js client that cancels sends
+ * END_STREAM and then RST_STREAM, so the input ends exactly as on a half-close and the cancel only
+ * follows: the end is confirmed after the socket has been polled once more (the event loop's check
+ * phase twice: a cancel that came with the end, or just after it, has been seen by then). A cancel
+ * fails the handler's read and aborts its signal instead, so a partial input is never taken for the
+ * whole. Once per call, when its input ends; nothing per message.
+ */
+function endOfInput(call: GrpcCall, ctx: CallContext): Promise<void> {
+  if (Date.now() >= ctx.deadline) expire(ctx);
+  if (ctx.aborted) cancel(call, ctx);
+  return afterNextPoll().then(() => {
+    if (Date.now() >= ctx.deadline) expire(ctx);
+    if (ctx.aborted) cancel(call, ctx);
+  });
+}
+
+function afterNextPoll(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
+
+/** The client cancelled (or the server force-stopped the call, or grpc-js refused a message) while the handler was reading. */
+function cancel(call: GrpcCall, ctx: CallContext): never {
+  const cancelled = refusal(call) ?? new GrpcError(Code.CANCELLED, "call cancelled");
+  ctx.abort(cancelled);
+  throw cancelled;
 }
 
 /**
