@@ -4,6 +4,8 @@
  * server streaming, errors with details, Connect GET, timeouts, auth, and one chain entry per call.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { type IncomingMessage, request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { type Client, Code as ConnectCode, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -187,6 +189,30 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
         /^grpc-status: 3\r\ngrpc-message: the body must be exactly one gRPC-Web message frame\r\n/,
       );
     }
+  });
+
+  test("a gRPC-Web body that goes on past its declared frame is refused at once, and only so much more is read", async () => {
+    // The request is ours before fastify's body limit: without a bound here, a frame declaring 0 bytes followed by
+    // an endless body would be buffered for as long as the client sends.
+    const url = new URL(`${server.httpUrl}/example.v1.ExampleService/Echo`);
+    const req = request(url, { method: "POST", headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" } });
+    const closed = once(req, "close");
+    req.on("error", () => {}); // the server closes the connection while this one is still sending
+    req.write(Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), Buffer.alloc(64 * 1024)]));
+    const [res] = (await once(req, "response")) as [IncomingMessage];
+    const answer = Buffer.concat(await res.toArray());
+    assert.match(answer.subarray(5).toString(), /^grpc-status: 3\r\ngrpc-message: the body must be exactly one gRPC-Web message frame\r\n/);
+    const chunk = Buffer.alloc(64 * 1024);
+    let sent = 0;
+    const pump = () => {
+      while (!req.destroyed && sent < 64 * 1024 * 1024 && req.write(chunk)) sent += chunk.length;
+    };
+    req.on("drain", pump);
+    pump();
+    await closed; // past the discard bound (256 KiB) the server closes the connection
+    assert.ok(sent < 16 * 1024 * 1024, `the server stopped reading (${sent} bytes sent after the answer)`);
+    const client = createClient(ExampleService, createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
+    assert.equal((await client.echo({ message: "still serving" })).message, "still serving");
   });
 
   test("a message over GRPC_MAX_RECV_MSG_SIZE is RESOURCE_EXHAUSTED before it is read", async () => {

@@ -5,6 +5,7 @@ import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { MAX_TIMER_MS } from "../call/deadline.js";
+import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, fastPathContext } from "./connect-bridge.js";
@@ -39,7 +40,7 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
     timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + Math.min(Number(timeout), MAX_TIMER_MS),
     "connect",
   );
-  readBody(req, maxBytes)
+  readBody(req, res, maxBytes)
     .then(
       (body) => {
         let request: Message;
@@ -95,7 +96,7 @@ function sendError(res: ServerResponse, err: ConnectError): void {
 }
 
 /** The whole body, refused past `maxBytes` (RESOURCE_EXHAUSTED, as Connect's readMaxBytes). */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
   if (declared > maxBytes) return Promise.reject(tooLarge(declared, maxBytes));
   return new Promise((resolve, reject) => {
@@ -105,7 +106,7 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
       size += chunk.length;
       if (size > maxBytes) {
         req.removeAllListeners("data");
-        req.resume();
+        discardRest(req, res); // the rest is read within bounds, then the connection closes
         reject(tooLarge(size, maxBytes));
       } else chunks.push(chunk);
     });

@@ -6,6 +6,7 @@ import { runInContext } from "../call/context.js";
 import { timerDelay } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
 import { toServiceError } from "../errors/wire.js";
+import { discardRest } from "../gateway/gateway.js";
 import { parseGrpcTimeout } from "../gateway/metadata.js";
 import type { BoundMethod } from "../server/methods.js";
 import { fastPathContext } from "./connect-bridge.js";
@@ -38,7 +39,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
 
   const info = method.info;
   const ctx = fastPathContext(info, headers, res, deadline, "grpc-web");
-  readFrame(req, maxBytes)
+  readFrame(req, res, maxBytes)
     .then((bytes) => {
       let request: Message;
       try {
@@ -82,33 +83,47 @@ function frame(flag: number, payload: Uint8Array): Buffer {
   return out;
 }
 
-/** Reads the body: exactly one uncompressed data frame within `maxBytes`, its message bytes returned. */
-function readFrame(req: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+const ONE_FRAME = "the body must be exactly one gRPC-Web message frame";
+
+/**
+ * Reads the body: exactly one uncompressed data frame within `maxBytes`, its message bytes returned. The
+ * request is ours before fastify's body limit applies, so the bound is kept here: refused as soon as the
+ * declared length is over the limit or more bytes arrive than the frame declared, the rest discarded within
+ * bounds (discardRest).
+ */
+function readFrame(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let frameSize = -1; // 5 + the declared message length, once the frame header is in
     const fail = (err: GrpcError) => {
-      req.removeAllListeners("data");
-      req.resume();
+      req.off("data", onData);
+      req.off("end", onEnd);
+      discardRest(req, res);
       reject(err);
     };
-    req.on("data", (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       chunks.push(chunk);
-      if (size >= 5) {
+      if (frameSize < 0 && size >= 5) {
         const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        chunks.length = 0;
+        chunks.push(head);
         const length = head.readUInt32BE(1);
         if (length > maxBytes)
-          fail(new GrpcError(Code.RESOURCE_EXHAUSTED, `message of ${length} bytes is larger than the limit of ${maxBytes}`));
-        else if (head[0] !== 0) fail(new GrpcError(Code.INVALID_ARGUMENT, "compressed message without grpc-encoding"));
+          return fail(new GrpcError(Code.RESOURCE_EXHAUSTED, `message of ${length} bytes is larger than the limit of ${maxBytes}`));
+        if (head[0] !== 0) return fail(new GrpcError(Code.INVALID_ARGUMENT, "compressed message without grpc-encoding"));
+        frameSize = 5 + length;
       }
-    });
-    req.once("end", () => {
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      if (body.length < 5 || body.length !== 5 + body.readUInt32BE(1)) {
-        reject(new GrpcError(Code.INVALID_ARGUMENT, "the body must be exactly one gRPC-Web message frame"));
-      } else resolve(body.subarray(5));
-    });
+      if (frameSize >= 0 && size > frameSize) fail(new GrpcError(Code.INVALID_ARGUMENT, ONE_FRAME));
+    };
+    const onEnd = () => {
+      if (size !== frameSize) return reject(new GrpcError(Code.INVALID_ARGUMENT, ONE_FRAME));
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      resolve(body.subarray(5));
+    };
+    req.on("data", onData);
+    req.once("end", onEnd);
     req.once("error", () => reject(new GrpcError(Code.CANCELLED, "request body broken")));
   });
 }

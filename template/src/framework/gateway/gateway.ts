@@ -80,7 +80,7 @@ const DISCARD_MS = 1000;
  * would let a client that never stops sending hold the server busy for nothing (as Go's net/http, which
  * reads at most 256 KiB of an unread body before closing).
  */
-function discardRest(body: IncomingMessage, res: ServerResponse): void {
+export function discardRest(body: IncomingMessage, res: ServerResponse): void {
   const socket = body.socket;
   let left = DISCARD_BYTES;
   const stop = () => {
