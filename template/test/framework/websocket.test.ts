@@ -250,6 +250,15 @@ describe("WebSocket streams with authentication on", () => {
     const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `bearer.${token}`] });
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
+
+  test("a credential given twice (two entries, the last one valid) is UNAUTHENTICATED, as repeated headers are", async () => {
+    const good = Buffer.from("k-1").toString("base64url");
+    const other = Buffer.from("k-2").toString("base64url");
+    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], {
+      protocols: [WS_PROTOCOL, `api-key.${other}`, `api-key.${good}`], // the valid one last: it would win if one replaced the other
+    });
+    assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
+  });
 });
 
 async function waitFor<T>(find: () => T | undefined): Promise<T> {

@@ -180,7 +180,8 @@ function readOffer(header: string | undefined, metadata: Metadata): string | { t
     if (!prefix || !key) continue;
     const value = Buffer.from(entry.slice(prefix.length), "base64url").toString("utf8");
     if (!/^[\x21-\x7e]+$/.test(value)) return `a ${prefix.slice(0, -1)} entry must hold base64url of printable ASCII`;
-    metadata.set(key, key === "authorization" ? `Bearer ${value}` : value);
+    // add, not set: a credential given twice (two entries, or an entry and a header) is refused by auth as repeated
+    metadata.add(key, key === "authorization" ? `Bearer ${value}` : value);
   }
   return { timeoutMs };
 }

@@ -82,7 +82,7 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
       try {
         step = { done: false, value: this.#toMessage(step.value) };
       } catch (err) {
-        void this.#source.return?.();
+        this.#source.return?.()?.catch(() => {}); // the handler's own clean-up failing must not become an unhandled rejection
         this.#throw(err);
       }
     }
@@ -92,7 +92,7 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
       try {
         for (const fn of onSend) fn(step.value, index);
       } catch (err) {
-        void this.#source.return?.();
+        this.#source.return?.()?.catch(() => {}); // the handler's own clean-up failing must not become an unhandled rejection
         this.#throw(err);
       }
     }
