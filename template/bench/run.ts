@@ -215,6 +215,31 @@ function fileSize(file: string): number {
   return readFileSync(file).length;
 }
 
+/** What bench/sse-client.ts and bench/ws-client.ts print last: one JSON line of counts over the window. */
+interface StreamClients {
+  connected: number;
+  connectMs: number;
+  perSecond: number;
+  errors: number;
+  errorKinds: Record<string, number>;
+}
+
+/** The row of a many-clients stream run: messages delivered per second against what the clients were sent. */
+function deliveredRow(what: string, r: StreamClients, cpuShare: number): void {
+  const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
+  rows.push({
+    name: `  ${what}/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
+    rps: fmtRps(r.perSecond),
+    p50: "",
+    p99: "",
+    cpu: `${Math.round(cpuShare * 100)}% busy`,
+    errors: String(r.errors),
+    ratio: `${(r.perSecond / ideal).toFixed(2)}×`,
+    target: "0 errors",
+    result: r.errors === 0 && r.connected === SSE_CLIENTS ? "PASS" : "FAIL",
+  });
+}
+
 async function sseGroup(): Promise<void> {
   const ours = await startService("ours: default configuration (SSE)");
   const urlPath = `/api/v1/countdown/1000?interval_ms=${SSE_INTERVAL_MS}`;
@@ -229,31 +254,13 @@ async function sseGroup(): Promise<void> {
     String(SSE_CLIENTS),
     String(SSE_SECONDS),
   ]);
-  const r = JSON.parse(out.trim().split("\n").at(-1)!) as {
-    connected: number;
-    connectMs: number;
-    perSecond: number;
-    errors: number;
-    errorKinds: Record<string, number>;
-    contentTypes: string[];
-  };
+  const r = JSON.parse(out.trim().split("\n").at(-1)!) as StreamClients & { contentTypes: string[] };
   const cpuShare = (cpuTime(ours.child.pid) - cpu) / ((performance.now() - wall) * 1000);
-  const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
   const sse = r.contentTypes.length === 1 && r.contentTypes[0]!.startsWith("text/event-stream");
   section(
     `SSE — ${SSE_CLIENTS} EventSource-style HTTP/1.1 clients on GET ${urlPath}, Accept: text/event-stream, ${SSE_SECONDS} s (gateway ${ours.ready?.gatewayMode})`,
   );
-  rows.push({
-    name: `  messages/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
-    rps: fmtRps(r.perSecond),
-    p50: "",
-    p99: "",
-    cpu: `${Math.round(cpuShare * 100)}% busy`,
-    errors: String(r.errors),
-    ratio: `${(r.perSecond / ideal).toFixed(2)}×`,
-    target: "0 errors",
-    result: r.errors === 0 && r.connected === SSE_CLIENTS ? "PASS" : "FAIL",
-  });
+  deliveredRow("messages", r, cpuShare);
   if (!sse) notes.push(`SSE: the responses were ${r.contentTypes.join(", ")}, not text/event-stream; the stream was measured anyway.`);
   if (r.errors) notes.push(`SSE errors: ${JSON.stringify(r.errorKinds)}`);
   await stop(ours.child);
@@ -312,29 +319,12 @@ async function wsGroup(): Promise<void> {
     String(SSE_SECONDS),
     String(SSE_INTERVAL_MS),
   ]);
-  const r = JSON.parse(out.trim().split("\n").at(-1)!) as {
-    connected: number;
-    connectMs: number;
-    perSecond: number;
-    errors: number;
-    errorKinds: Record<string, number>;
-  };
+  const r = JSON.parse(out.trim().split("\n").at(-1)!) as StreamClients;
   const cpuShare = (cpuTime(ours.child.pid) - cpu) / ((performance.now() - wall) * 1000);
-  const ideal = (r.connected * 1000) / SSE_INTERVAL_MS;
   section(
     `WebSocket — ${SSE_CLIENTS} concurrent bidi streams (one socket each) of ${method}, each client sending ${request} every ${SSE_INTERVAL_MS} ms, ${SSE_SECONDS} s`,
   );
-  rows.push({
-    name: `  answers/s delivered (${r.connected}/${SSE_CLIENTS} connected in ${Math.round(r.connectMs)} ms; ratio to ${fmtRps(ideal)}/s sent)`,
-    rps: fmtRps(r.perSecond),
-    p50: "",
-    p99: "",
-    cpu: `${Math.round(cpuShare * 100)}% busy`,
-    errors: String(r.errors),
-    ratio: `${(r.perSecond / ideal).toFixed(2)}×`,
-    target: "0 errors",
-    result: r.errors === 0 && r.connected === SSE_CLIENTS ? "PASS" : "FAIL",
-  });
+  deliveredRow("answers", r, cpuShare);
   if (r.errors) notes.push(`WebSocket errors: ${JSON.stringify(r.errorKinds)}`);
   await stop(ours.child);
 }
