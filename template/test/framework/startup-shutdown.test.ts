@@ -187,9 +187,27 @@ describe("configuration checked at start-up", () => {
           fatal.msg,
           `start-up failed: ${listener.name}: cannot listen on 127.0.0.1:${port}: the port is already in use (EADDRINUSE): free it or change ${listener.variable}`,
         );
+        assert.equal(svc.stderr(), "", "nothing but JSON lines: grpc-js's own bind error is not repeated on stderr");
       }),
     );
   }
+
+  test(
+    "grpc-js's own lines (GRPC_VERBOSITY, GRPC_TRACE) are JSON lines tagged component grpc-js, not text on stderr",
+    TIMEOUT,
+    async () => {
+      const svc = start(MAIN, { GRPC_VERBOSITY: "DEBUG", GRPC_TRACE: "server" });
+      await svc.waitForLog("ready", (l) => l.msg === "ready");
+      svc.child.kill("SIGTERM");
+      assert.equal((await svc.finished).code, 0);
+      const traces = svc.logs.filter((l) => l.component === "grpc-js");
+      assert.ok(
+        traces.some((l) => l.level === "info" && / \| server \| /.test(String(l.msg))),
+        `a grpc-js server trace line: ${JSON.stringify(traces.slice(0, 3))}`,
+      );
+      assert.equal(svc.stderr(), "");
+    },
+  );
 
   test("a variable that looks like a misspelt setting is a warning, logged once, and the service still starts", TIMEOUT, async () => {
     const svc = start(MAIN, { GRPC_PROT: "9000", DISABLE_PROMETEUS: "true", GRPC_TRACE: "", HTTP_PROXY: "http://proxy:3128" });

@@ -7,6 +7,7 @@ import type { Readiness } from "../health/readiness.js";
 import { rootLogger } from "../logging/logger.js";
 import { grpcHandler } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
+import { routeGrpcJsLogs } from "./grpc-js-logs.js";
 import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-rejections.js";
 import type { BoundMethod } from "./methods.js";
 import { addReflection } from "./reflection.js";
@@ -38,6 +39,7 @@ export const GRPC_LIMITS = {
 
 /** The gRPC server with the user's services, standard health and (unless disabled) reflection. */
 export function createGrpcServer({ config, services, methods, readiness, onRejectedBeforeHandler }: GrpcServerOptions): Server {
+  routeGrpcJsLogs();
   const server = new Server({
     "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
     "grpc.max_send_message_length": config.GRPC_MAX_SEND_MSG_SIZE,
