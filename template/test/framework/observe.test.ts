@@ -2,8 +2,10 @@
 // here), every mounted file there, the dashboard and datasources wired to each other, and nothing published
 // beyond this machine. promtool checks the Prometheus config in test/system/observe-promtool.test.ts.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -16,6 +18,8 @@ const read = (rel: string) => readFileSync(join(ROOT, rel), "utf8");
 // biome-ignore lint/suspicious/noExplicitAny: parsed YAML, checked field by field below
 type Any = any;
 const compose: Any = parse(read("compose.yaml"));
+/** Not in the repository: `make observe` writes the scrape target there before starting compose. */
+const TARGETS_DIR = "./.tmp/observe";
 
 test("compose.yaml is valid against the Compose specification's JSON schema", () => {
   // The file names its meta-schema with a trailing "#" and schema IDs with draft-04's "id", which Ajv refuses:
@@ -31,14 +35,20 @@ test("compose.yaml is valid against the Compose specification's JSON schema", ()
   assert.deepEqual(Object.keys(compose.services).sort(), ["grafana", "jaeger", "prometheus"]);
 });
 
-test("every bind-mounted file exists in the repository", () => {
+test("every bind-mounted file exists in the repository, or is written by make observe", () => {
   for (const [name, svc] of Object.entries<Any>(compose.services)) {
     for (const volume of svc.volumes ?? []) {
       const source = String(volume).split(":")[0] as string;
       assert.ok(source.startsWith("./"), `${name}: ${volume} is a bind mount of a repository file`);
+      if (source === TARGETS_DIR) continue;
       assert.ok(existsSync(join(ROOT, source)), `${name}: ${source} exists`);
     }
   }
+  assert.match(
+    read("Makefile"),
+    /observe-targets\.ts \.tmp\/observe\/targets\.json\n\tdocker compose/,
+    "make observe writes the targets first",
+  );
 });
 
 test("every published port is bound to 127.0.0.1 (anonymous Grafana, an open OTLP receiver)", () => {
@@ -47,18 +57,57 @@ test("every published port is bound to 127.0.0.1 (anonymous Grafana, an open OTL
   }
 });
 
-test("Prometheus scrapes the service's default HTTP port at /metrics, with the labels the dashboard selects on", () => {
+/** Runs `make observe`'s first step with `env` (the service's own variables cleared, no .env) and returns what it wrote. */
+function observeTargets(env: Record<string, string>): { targets: string[]; labels: Record<string, string> }[] {
+  const dir = mkdtempSync(join(tmpdir(), "observe-"));
+  try {
+    const out = join(dir, "targets.json");
+    const r = runObserveTargets(out, env);
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(readFileSync(out, "utf8"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runObserveTargets(out: string, env: Record<string, string>) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !(k in settings)));
+  return spawnSync(process.execPath, ["--import", "tsx", "scripts/observe-targets.ts", out], {
+    cwd: ROOT,
+    env: { ...clean, ...env },
+    encoding: "utf8",
+  });
+}
+
+test("Prometheus scrapes /metrics on the port make observe finds: HTTP_PORT, or ADMIN_PORT when set", () => {
   const prometheus: Any = parse(read("deploy/observe/prometheus.yml"));
   const [job] = prometheus.scrape_configs;
   assert.equal(job.metrics_path, "/metrics");
-  const [target] = job.static_configs;
-  assert.deepEqual(target.targets, [`host.docker.internal:${settings.HTTP_PORT.default}`]);
+  const mount = compose.services.prometheus.volumes.find((v: string) => v.startsWith(`${TARGETS_DIR}:`));
+  assert.deepEqual(job.file_sd_configs[0].files, [`${mount.split(":")[1]}/*.json`], "the file_sd glob is the mounted directory");
+
+  const [target] = observeTargets({});
+  assert.deepEqual(target?.targets, [`host.docker.internal:${settings.HTTP_PORT.default}`]);
+  assert.deepEqual(observeTargets({ HTTP_PORT: "8181" })[0]?.targets, ["host.docker.internal:8181"]);
+  assert.deepEqual(observeTargets({ HTTP_PORT: "8181", ADMIN_PORT: "8182" })[0]?.targets, ["host.docker.internal:8182"]);
+
   const dashboard = read("deploy/grafana/dashboard.json");
   for (const label of ["namespace", "pod"]) {
     assert.match(dashboard, new RegExp(`${label}=~?\\\\"\\$${label}\\\\"`), `the dashboard filters on ${label}`);
-    assert.ok(target.labels[label], `the scrape sets ${label}`);
+    assert.ok(target?.labels[label], `the scrape sets ${label}`);
   }
   assert.ok(compose.services.prometheus.extra_hosts.includes("host.docker.internal:host-gateway"), "the host is reachable on Linux");
+});
+
+test("make observe refuses a port it cannot scrape, naming the setting, and writes nothing", () => {
+  const out = join(tmpdir(), `observe-never-${process.pid}.json`);
+  const zero = runObserveTargets(out, { HTTP_PORT: "0" });
+  assert.equal(zero.status, 1);
+  assert.equal(zero.stderr, "observe: HTTP_PORT is 0 (a free port picked at start): set a fixed port to scrape\n");
+  const bad = runObserveTargets(out, { ADMIN_PORT: "nine" });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /^observe: ADMIN_PORT/);
+  assert.equal(existsSync(out), false);
 });
 
 test("Grafana gets the Prometheus datasource the dashboard's variable lists, and the dashboard itself as home", () => {
