@@ -163,6 +163,9 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     for (const args of GENERATORS) {
       const r = await run("make", ["-s", ...args], dir, 2 * MINUTE);
       assertOk(r, `make ${args.join(" ")}`);
+      // Without a terminal plop's spinner used to print a bare "- " line per step.
+      assert.doesNotMatch(r.output, /^- *$/m, `make ${args.join(" ")} prints the changes only:\n${r.output}`);
+      assert.match(r.output, /^✔ /m, `make ${args.join(" ")} lists what it wrote`);
       t.diagnostic(`make ${args[0]} took ${r.ms} ms`);
     }
     const main = fs.readFileSync(path.join(dir, "src/main.ts"), "utf8");
