@@ -1,15 +1,17 @@
 /**
  * The framework's layers, checked by `make lint` (dependency-cruiser). Bottom to top:
- *   1. call/          the call model
- *   2. config/ logging/ tracing/ errors/ (and metrics/ families)   cross-cutting helpers
- *   3. interceptors/ auth/                                         functions over the call model
- *   4. server/ gateway/ browser/ admin/ docs/ health/ profiling/ client/ workers/   transports and routes
- *   5. lifecycle/ testing/ index.ts                                the composition root
- * A folder imports only from folders below it (or beside it, for the transports).
+ *   1. call/                                      the call model: imports no other framework folder
+ *   2. config/ logging/ tracing/ errors/ metrics/  cross-cutting helpers: the call model and each other
+ *   3. interceptors/ auth/                         functions over the call model
+ *   4. server/ gateway/ browser/ health/ client/ docs/ profiling/ admin/ workers/   transports and routes
+ *   5. lifecycle/ testing/ index.ts               the composition root: assembles the rest, nothing imports it
+ * A folder imports only from folders below it, or beside it in layer 4 (gateway uses server; browser uses
+ * gateway; admin mounts docs, metrics and profiling), and no two folders ever import each other, however
+ * indirectly: a cycle between folders fails even when no file imports itself round the loop.
  */
 const FW = "^src/framework/";
-const HELPERS = `${FW}(config|logging|tracing|errors)/`;
-const ABOVE_HELPERS = `${FW}(interceptors|auth|server|gateway|browser|admin|docs|health|profiling|client|workers|metrics|lifecycle|testing)/`;
+const HELPERS = `${FW}(config|logging|tracing|errors|metrics)/`;
+const ABOVE_HELPERS = `${FW}(interceptors|auth|server|gateway|browser|admin|docs|health|profiling|client|workers|lifecycle|testing)/`;
 const TRANSPORTS = `${FW}(server|gateway|browser|admin|docs|health|profiling|client)/`;
 const ROOT = `${FW}(lifecycle|testing)/|${FW}index\\.ts$`;
 
@@ -24,7 +26,7 @@ module.exports = {
     },
     {
       name: "helpers-import-only-the-call-model",
-      comment: "config, logging, tracing and errors are helpers (layer 2): they import the call model and each other only.",
+      comment: "config, logging, tracing, errors and metrics are helpers (layer 2): they import the call model and each other only.",
       severity: "error",
       from: { path: HELPERS },
       to: { path: ABOVE_HELPERS },
@@ -38,10 +40,19 @@ module.exports = {
     },
     {
       name: "only-the-root-assembles",
-      comment: "Nothing imports the composition root (lifecycle/, testing/, index.ts) but the root itself and the service.",
+      comment: "Nothing imports the composition root (lifecycle/, testing/, index.ts) but the root itself.",
       severity: "error",
-      from: { path: FW, pathNot: `${ROOT}|${FW}server/service\\.ts$` },
+      from: { path: FW, pathNot: ROOT },
       to: { path: ROOT },
+    },
+    {
+      name: "no-cycle-between-framework-folders",
+      comment:
+        "Two framework folders that import each other, directly or through others, are one concern in two places: move the shared piece down a layer.",
+      severity: "error",
+      scope: "folder",
+      from: { path: `${FW}[^/]+` },
+      to: { circular: true },
     },
   ],
   options: {

@@ -71,4 +71,38 @@ describe("framework layers (make lint)", () => {
       /helpers-import-only-the-call-model: src\/framework\/logging\/logger\.ts → src\/framework\/interceptors\/mine\.ts/,
     );
   });
+
+  test("two framework folders importing each other fails, even when no file imports itself round the loop", async () => {
+    // server/http-server.ts → gateway/errors.ts and gateway/http-body.ts → server/limits.ts: four files, no file
+    // cycle, but the folders are one concern in two places. Each import alone is allowed (transports sit side by side).
+    const dir = await tree({
+      "src/framework/server/limits.ts": "export const LIMIT = 1;\n",
+      "src/framework/server/http-server.ts": 'import { httpError } from "../gateway/errors.js";\nexport const s = httpError;\n',
+      "src/framework/gateway/errors.ts": "export const httpError = 'e';\n",
+      "src/framework/gateway/http-body.ts": 'import { LIMIT } from "../server/limits.js";\nexport const b = LIMIT;\n',
+    });
+    const { code, report } = await checkLayers(dir);
+    assert.notEqual(code, 0);
+    assert.match(
+      report,
+      /no-cycle-between-framework-folders: src\/framework\/gateway → \s*src\/framework\/server →\s*src\/framework\/gateway/,
+    );
+
+    const oneWay = await tree({
+      "src/framework/server/limits.ts": "export const LIMIT = 1;\n",
+      "src/framework/gateway/http-body.ts": 'import { LIMIT } from "../server/limits.js";\nexport const b = LIMIT;\n',
+    });
+    const oneWayCheck = await checkLayers(oneWay);
+    assert.equal(oneWayCheck.code, 0, oneWayCheck.report);
+  });
+
+  test("anything below the composition root importing it fails", async () => {
+    const dir = await tree({
+      "src/framework/lifecycle/hooks.ts": "export interface LifecycleHooks { stop?(): void }\n",
+      "src/framework/server/service.ts": 'import type { LifecycleHooks } from "../lifecycle/hooks.js";\nexport type S = LifecycleHooks;\n',
+    });
+    const { code, report } = await checkLayers(dir);
+    assert.notEqual(code, 0);
+    assert.match(report, /only-the-root-assembles: src\/framework\/server\/service\.ts → src\/framework\/lifecycle\/hooks\.ts/);
+  });
 });

@@ -1,16 +1,16 @@
 import type { FastifyInstance } from "fastify";
+import type { ServedService } from "../call/handlers.js";
 import type { Config } from "../config/schema.js";
 import { registerSwagger } from "../docs/routes.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import { registerMetricsRoute } from "../metrics/routes.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
 import { registerProfilingRoutes } from "../profiling/routes.js";
-import type { ServiceImpl } from "../server/service.js";
 
 /** What the operational endpoints may need to know about the service. */
 export interface OpsContext {
   config: Config;
-  services: readonly ServiceImpl[];
+  services: readonly ServedService[];
   routes: readonly GatewayRoute[];
   /** Undefined when DISABLE_PROMETHEUS. */
   metrics: ServerMetrics | undefined;

@@ -12,7 +12,7 @@ import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import { type MethodInfo, streamsRequests } from "../call/types.js";
-import { httpError } from "../gateway/errors.js";
+import { httpError } from "../errors/http.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { type HeaderPolicy, metadataFromHeaders, parseGrpcTimeout } from "../gateway/metadata.js";
 import { decodeRequest } from "../gateway/request.js";

@@ -58,3 +58,12 @@ export type HandlerOf<M> = M extends DescMethodUnary
 export type ServiceHandlers<S extends DescService> = {
   [K in keyof S["method"]]?: HandlerOf<S["method"][K]>;
 };
+
+/**
+ * A service as the transports serve it: its descriptor and its handlers. (What a service hands the
+ * composition root, `defineService`'s ServiceImpl, is one, with its hooks and workers besides.)
+ */
+export interface ServedService<S extends DescService = DescService> {
+  readonly desc: S;
+  readonly handlers: ServiceHandlers<S>;
+}

@@ -3,12 +3,12 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ServedService } from "../call/handlers.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
-import { sendHttpError } from "../gateway/errors.js";
+import { sendHttpError } from "../errors/http.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import { readPackageJson } from "../health/build-info.js";
-import type { ServiceImpl } from "../server/service.js";
 import { buildOpenApi, documentStem, type OpenApiDocument } from "./openapi.js";
 
 /**
@@ -42,7 +42,7 @@ export interface SwaggerContext {
   config: Config;
   /** The HTTP port once it listens (HTTP_PORT may be 0: a free port). */
   httpPort?: () => number | undefined;
-  services: readonly ServiceImpl[];
+  services: readonly ServedService[];
   routes: readonly GatewayRoute[];
 }
 

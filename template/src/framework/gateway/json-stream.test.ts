@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { create, type Message } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { Code, GrpcError } from "../call/status.js";
-import { MessageTooLargeError } from "./errors.js";
+import { MessageTooLargeError } from "../errors/http.js";
 import { JsonSplitter, jsonMessages } from "./json-stream.js";
 
 /** Every value the splitter finds in `chunks`, as text, the last literal included. */

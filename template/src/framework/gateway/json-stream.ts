@@ -1,8 +1,8 @@
 import type { Readable } from "node:stream";
 import type { Message } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../call/status.js";
+import { MessageTooLargeError } from "../errors/http.js";
 import { utf8Text } from "../server/http-server.js";
-import { MessageTooLargeError } from "./errors.js";
 
 /**
  * The request body of a client-streaming or bidi route: a stream of JSON messages, newline-delimited

@@ -26,13 +26,13 @@ import { createServerMetrics, type ServerMetrics } from "../metrics/server-metri
 import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
-import type { ServiceImpl } from "../server/service.js";
 import { loadGrpcTls } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import { Workers } from "../workers/supervisor.js";
 import { defaultInterceptors } from "./default-chain.js";
 import type { HookName, LifecycleHooks } from "./hooks.js";
+import type { ServiceImpl } from "./service.js";
 import { serviceUrls } from "./urls.js";
 
 export interface AppOptions {

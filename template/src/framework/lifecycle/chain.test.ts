@@ -21,8 +21,8 @@ import { logReporter } from "../errors/reporter.js";
 import { observe } from "../interceptors/observe.js";
 import { recovery } from "../interceptors/recovery.js";
 import { configureLogging } from "../logging/logger.js";
-import type { ServiceImpl } from "../server/service.js";
 import { type ChainDeps, defaultInterceptors } from "./default-chain.js";
+import type { ServiceImpl } from "./service.js";
 
 const logs: Record<string, unknown>[] = [];
 configureLogging({

@@ -12,7 +12,7 @@ import { traceId } from "../interceptors/trace-id.js";
 import { tracing } from "../interceptors/tracing.js";
 import { validate } from "../interceptors/validate.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
-import type { ServiceImpl } from "../server/service.js";
+import type { ServiceImpl } from "./service.js";
 
 /** What the interceptors need beyond the configuration, made once at start-up. */
 export interface ChainDeps {

@@ -1,8 +1,8 @@
 import { ConfigError, loadConfig } from "../config/load.js";
 import { settingTypos } from "../config/typos.js";
 import { flushLogs, rootLogger } from "../logging/logger.js";
-import type { ServiceImpl } from "../server/service.js";
 import { App } from "./app.js";
+import type { ServiceImpl } from "./service.js";
 
 /**
  * The process entry point: validates the configuration, starts the app and stops it

@@ -3,7 +3,6 @@ import type { FastifyRequest, RouteOptions } from "fastify";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
-import type { GatewayRoute } from "../gateway/routes.js";
 import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels, grpcLabels } from "./call-stats.js";
 import { ClientMetrics } from "./client-metrics.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
@@ -40,6 +39,12 @@ export class MethodStats extends CallStats {
 
 interface ServerFamilies extends CallFamilies {
   rateLimited: CounterFamily;
+}
+
+/** A gateway route as its metrics see it: the HTTP method and the path template (the gateway's routes are these). */
+export interface MeteredRoute {
+  readonly httpMethod: string;
+  readonly template: { readonly source: string };
 }
 
 interface HttpSeries {
@@ -87,7 +92,7 @@ export class ServerMetrics {
   readonly #grpc: ServerFamilies;
   readonly #http: { requests: CounterFamily; duration: HistogramFamily };
   readonly #methods = new Map<string, MethodStats>();
-  readonly #routes = new Map<GatewayRoute, RouteStats>();
+  readonly #routes = new Map<MeteredRoute, RouteStats>();
   readonly #unmatched = new Map<string, RouteStats>();
   readonly #unauthenticated: CounterFamily;
   /** Rejection series by method path and reason, made on first use (a rejection is not the hot path). */
@@ -162,7 +167,7 @@ export class ServerMetrics {
    * 499 when the client left before the end (e.g. mid-stream), under the route template the
    * gateway matched (`req.gatewayRoute`). Every route's 200 series exists from start-up.
    */
-  gatewayHooks(routes: readonly GatewayRoute[]): Pick<RouteOptions, "onRequest"> {
+  gatewayHooks(routes: readonly MeteredRoute[]): Pick<RouteOptions, "onRequest"> {
     for (const route of routes) this.#route(route).series(200);
     // One listener function for every response, its request and start time kept on the response: no
     // closure and no once() wrapper per request ("close" fires once).
@@ -186,7 +191,7 @@ export class ServerMetrics {
     };
   }
 
-  #route(route: GatewayRoute): RouteStats {
+  #route(route: MeteredRoute): RouteStats {
     let stats = this.#routes.get(route);
     if (!stats) this.#routes.set(route, (stats = new RouteStats(route.httpMethod, route.template.source, this.#http)));
     return stats;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { OpsContext } from "../admin/routes.js";
 import { Code, GrpcError } from "../call/status.js";
-import { sendHttpError } from "../gateway/errors.js";
+import type { Config } from "../config/schema.js";
+import { sendHttpError } from "../errors/http.js";
 import { cpuProfile } from "./cpu.js";
 import { heapProfile, heapSummary } from "./heap.js";
 import { heapSnapshot } from "./snapshot.js";
@@ -29,7 +29,10 @@ function pprofReply(reply: FastifyReply, name: string, body: Buffer): FastifyRep
  * Neither holds string contents (frames and sizes only). The V8 heap snapshot does (every string in memory,
  * secrets included), so it is served on the admin port only: on the HTTP port it is a 404 whatever the settings.
  */
-export function registerProfilingRoutes(app: FastifyInstance, { config, adminPort }: OpsContext): boolean {
+export function registerProfilingRoutes(
+  app: FastifyInstance,
+  { config, adminPort }: { config: Pick<Config, "DISABLE_DEBUG">; adminPort: boolean },
+): boolean {
   if (config.DISABLE_DEBUG) return false;
   let cpuBusy = false;
   let snapshotBusy = false;

@@ -2,8 +2,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Http2Server } from "node:http2";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import type { ServedService } from "../call/handlers.js";
 import type { Config } from "../config/schema.js";
-import type { Readiness } from "../health/readiness.js";
 import { rootLogger } from "../logging/logger.js";
 import { grpcHandler } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
@@ -12,13 +12,13 @@ import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-re
 import type { BoundMethod } from "./methods.js";
 import { addReflection } from "./reflection.js";
 import { clampGrpcTimeout, joinRepeatedAuthorization } from "./request-headers.js";
-import type { ServiceImpl } from "./service.js";
 
 export interface GrpcServerOptions {
   config: Config;
-  services: readonly ServiceImpl[];
+  services: readonly ServedService[];
   methods: readonly BoundMethod[];
-  readiness: Readiness;
+  /** The standard health service (health/readiness.ts), registered beside the user's services. */
+  readiness: { addToServer(server: Server): void };
   /** Told about the calls grpc-js refuses before their handler runs (undecodable, oversized requests…): the metrics count them. */
   onRejectedBeforeHandler?: OnRejectedBeforeHandler | undefined;
 }

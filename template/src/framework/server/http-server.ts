@@ -6,8 +6,8 @@ import compress from "@fastify/compress";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
+import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
-import { httpError, sendHttpError } from "../gateway/errors.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */

@@ -1,13 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import type { Chain } from "../call/chain.js";
 import type { CallContext } from "../call/context.js";
+import type { ServedService } from "../call/handlers.js";
 import { methodInfo } from "../call/method.js";
 import type { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo, Next } from "../call/types.js";
 import { rootLogger } from "../logging/logger.js";
-import type { ServiceImpl } from "./service.js";
 
 /** A served method: what it is, and its handler already wrapped in the chain. */
 export interface BoundMethod {
@@ -81,7 +81,7 @@ function unimplementedStep(info: MethodInfo): Next {
  * Binds every method of every service to its handler through the chain, once, at start-up.
  * A method without a handler is served too: it answers UNIMPLEMENTED, and start-up warns once about it.
  */
-export function bindMethods(services: readonly ServiceImpl[], chain: Chain): BoundMethod[] {
+export function bindMethods(services: readonly ServedService[], chain: Chain): BoundMethod[] {
   const bound: BoundMethod[] = [];
   for (const service of services) {
     const handlers = service.handlers as Record<string, AnyHandler | undefined>;

@@ -2,7 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient } from "../client/client.js";
 import { loadConfig } from "../config/load.js";
 import { App } from "../lifecycle/app.js";
-import type { ServiceImpl } from "../server/service.js";
+import type { ServiceImpl } from "../lifecycle/service.js";
 
 export interface TestServer {
   app: App;

@@ -2,8 +2,8 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Any } from "@bufbuild/protobuf/wkt";
 import type { FastifyReply } from "fastify";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
-import { detailsFromMetadata, statusJson } from "../errors/wire.js";
 import { httpStatusFromCode } from "./http-status.js";
+import { detailsFromMetadata, statusJson } from "./wire.js";
 
 export interface HttpError {
   status: number;

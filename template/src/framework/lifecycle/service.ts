@@ -2,8 +2,8 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { Authenticate } from "../auth/auth.js";
 import type { CallContext } from "../call/context.js";
 import type { ServiceHandlers } from "../call/handlers.js";
-import type { LifecycleHooks } from "../lifecycle/hooks.js";
 import type { Worker } from "../workers/worker.js";
+import type { LifecycleHooks } from "./hooks.js";
 
 export interface ServiceOptions<S extends DescService> extends LifecycleHooks {
   handlers: ServiceHandlers<S>;
