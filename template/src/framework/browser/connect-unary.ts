@@ -4,7 +4,7 @@ import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
-import { MAX_TIMER_MS } from "../call/deadline.js";
+import { deadlineIn } from "../call/deadline.js";
 import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -33,13 +33,7 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
   if (timeout !== undefined && (typeof timeout !== "string" || !/^\d{1,10}$/.test(timeout))) return false; // Connect's handler words the error
 
   const info = method.info;
-  const ctx = fastPathContext(
-    info,
-    headers,
-    res,
-    timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + Math.min(Number(timeout), MAX_TIMER_MS),
-    "connect",
-  );
+  const ctx = fastPathContext(info, headers, res, deadlineIn(timeout === undefined ? undefined : Number(timeout)), "connect");
   readBody(req, res, maxBytes)
     .then(
       (body) => {

@@ -3,11 +3,10 @@ import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
-import { timerDelay } from "../call/deadline.js";
+import { deadlineIn, parseGrpcTimeout } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
-import { parseGrpcTimeout } from "../gateway/metadata.js";
 import type { BoundMethod } from "../server/methods.js";
 import { fastPathContext } from "./connect-bridge.js";
 
@@ -29,10 +28,9 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
   if (type !== "application/grpc-web" && type !== CONTENT_TYPE) return false;
   const encoding = headers["grpc-encoding"];
   if (encoding !== undefined && encoding !== "identity") return false;
-  let deadline = Number.POSITIVE_INFINITY;
+  let deadline: number;
   try {
-    const timeout = parseGrpcTimeout(headers["grpc-timeout"]);
-    if (timeout !== undefined) deadline = Date.now() + timerDelay(Date.now() + timeout);
+    deadline = deadlineIn(parseGrpcTimeout(headers["grpc-timeout"]));
   } catch {
     return false; // Connect's handler words the error
   }

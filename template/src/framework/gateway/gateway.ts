@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:
 import { type Message, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
+import { parseGrpcTimeout } from "../call/deadline.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
@@ -11,14 +12,7 @@ import type { GatewayCall, Invoker } from "./invoker.js";
 import { jsonMessages } from "./json-stream.js";
 import { jsonWriter } from "./json-writer.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
-import {
-  type HeaderPolicy,
-  headersFromMetadata,
-  METADATA_PREFIX,
-  metadataFromHeaders,
-  parseGrpcTimeout,
-  TRAILER_PREFIX,
-} from "./metadata.js";
+import { type HeaderPolicy, headersFromMetadata, METADATA_PREFIX, metadataFromHeaders, TRAILER_PREFIX } from "./metadata.js";
 import { decodeRequest, streamMessageDecoder } from "./request.js";
 import { type MatchResult, Router } from "./router.js";
 import type { GatewayRoute } from "./routes.js";

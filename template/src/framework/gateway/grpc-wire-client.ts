@@ -10,10 +10,10 @@ import {
 import { connect as netConnect } from "node:net";
 import type { SecureContext } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
-import { MAX_TIMER_MS } from "../call/deadline.js";
+import { grpcTimeout, MAX_TIMER_MS } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
 import { DEFAULT_MAX_RECEIVE_LENGTH, encodeFrame, FrameDecoder } from "./grpc-frames.js";
-import { addHeaders, grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
+import { addHeaders, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
 
 /**
  * The gateway's gRPC client of its own server: calls of every kind straight on node:http2, one long-lived session (opened again after it closes). It skips grpc-js's client

@@ -3,18 +3,7 @@ import { constants } from "node:http2";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
 import { Code } from "../call/status.js";
-import { grpcTimeout, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
-
-describe("grpcTimeout", () => {
-  test("milliseconds rounded up while they fit in 8 digits, then coarser units", () => {
-    assert.equal(grpcTimeout(150), "150m");
-    assert.equal(grpcTimeout(0.2), "1m");
-    assert.equal(grpcTimeout(-5), "0m");
-    assert.equal(grpcTimeout(99_999_999), "99999999m");
-    assert.equal(grpcTimeout(100_000_000), "100000S");
-    assert.equal(grpcTimeout(2e11), "3333334M");
-  });
-});
+import { statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
 
 describe("statusFromTrailers", () => {
   test("OK is no error; the trailer keeps everything but grpc-status and grpc-message", () => {

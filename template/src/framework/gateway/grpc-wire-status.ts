@@ -104,19 +104,3 @@ export function statusFromClose(rstCode: number, streamError: Error | undefined,
       return new GrpcError(Code.INTERNAL, `Received RST_STREAM with code ${rstCode}`, { metadata: trailer });
   }
 }
-
-const TIMEOUT_UNITS: [unit: string, ms: number][] = [
-  ["m", 1],
-  ["S", 1000],
-  ["M", 60_000],
-  ["H", 3_600_000],
-];
-
-/** `grpc-timeout` for `ms` milliseconds: at most 8 digits, rounded up, in the finest unit that fits. */
-export function grpcTimeout(ms: number): string {
-  for (const [unit, factor] of TIMEOUT_UNITS) {
-    const amount = Math.ceil(Math.max(0, ms) / factor);
-    if (amount < 1e8) return `${amount}${unit}`;
-  }
-  return "99999999H";
-}

@@ -1,31 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../call/status.js";
 import { EVENT_STREAM, Marshalers, ndjsonMarshaler, sseMarshaler } from "./marshalers.js";
-import { headersFromMetadata, parseGrpcTimeout } from "./metadata.js";
-
-describe("parseGrpcTimeout", () => {
-  test("every unit of gRPC's wire format, in milliseconds", () => {
-    assert.equal(parseGrpcTimeout(undefined), undefined);
-    assert.equal(parseGrpcTimeout("2H"), 7_200_000);
-    assert.equal(parseGrpcTimeout("3M"), 180_000);
-    assert.equal(parseGrpcTimeout("10S"), 10_000);
-    assert.equal(parseGrpcTimeout("250m"), 250);
-    assert.equal(parseGrpcTimeout("1500u"), 1.5);
-    assert.equal(parseGrpcTimeout("99999999n"), 99.999999);
-  });
-
-  test("anything else is INVALID_ARGUMENT", () => {
-    for (const value of ["", "S", "1", "1s", "1.5S", "-1S", "123456789S", "1 S", ["1S", "2S"]]) {
-      assert.throws(
-        () => parseGrpcTimeout(value),
-        (err: unknown) => err instanceof GrpcError && err.code === Code.INVALID_ARGUMENT && /Grpc-Timeout/.test(err.message),
-        String(value),
-      );
-    }
-  });
-});
+import { headersFromMetadata } from "./metadata.js";
 
 describe("headersFromMetadata", () => {
   test("prefixes keys, keeps the trace header's name, base64s binary values, repeats repeated keys, drops grpc-* and transport keys", () => {

@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Metadata } from "@grpc/grpc-js";
-import { Code, GrpcError } from "../call/status.js";
 
 export interface HeaderPolicy {
   traceHeader: string;
@@ -66,19 +65,4 @@ export function headersFromMetadata(md: Metadata, prefix: string, traceHeader: s
     headers[key === traceHeader ? key : prefix + key] = texts.length === 1 ? texts[0]! : texts;
   }
   return headers;
-}
-
-const TIMEOUT = /^(\d{1,8})([HMSmun])$/;
-const UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
-
-/**
- * The `Grpc-Timeout` header (gRPC's wire format: up to 8 digits and a unit of H M S m u n) as
- * milliseconds, or undefined when absent. Anything else is INVALID_ARGUMENT.
- */
-export function parseGrpcTimeout(value: string | string[] | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const match = typeof value === "string" ? TIMEOUT.exec(value.trim()) : null;
-  if (!match)
-    throw new GrpcError(Code.INVALID_ARGUMENT, `invalid Grpc-Timeout header "${value}": want 1-8 digits and a unit of H, M, S, m, u or n`);
-  return Number(match[1]) * UNIT_MS[match[2]!]!;
 }
