@@ -25,8 +25,16 @@ export const SSE_SECONDS = num("BENCH_SSE_SECONDS", 10);
 export const SSE_INTERVAL_MS = 100;
 export const STARTUP_RUNS = 5;
 // h2load: 16 connections × 8 concurrent streams; wrk: 64 keep-alive connections. One load thread each.
-export const H2_CLIENTS = 16;
-export const H2_STREAMS = 8;
+/** h2load's load shapes for gRPC unary: many connections with a few calls each, and few connections with many. */
+export interface H2Shape {
+  clients: number;
+  streams: number;
+}
+export const H2_SHAPES: readonly H2Shape[] = [
+  { clients: 16, streams: 8 },
+  { clients: 4, streams: 32 },
+];
+const [DEFAULT_SHAPE] = H2_SHAPES as [H2Shape];
 export const WRK_CONNECTIONS = 64;
 
 export const MESSAGE = "The quick brown fox jumps over the lazy dog";
@@ -416,9 +424,9 @@ export const GRPC_BODY = path.join(tmp, "echo.grpc");
   writeFileSync(GRPC_BODY, frame);
 }
 
-export function h2loadArgs(port: number): string[] {
+export function h2loadArgs(port: number, shape: H2Shape = DEFAULT_SHAPE): string[] {
   return [
-    ...["-c", String(H2_CLIENTS), "-m", String(H2_STREAMS), "-t", "1", "-d", GRPC_BODY],
+    ...["-c", String(shape.clients), "-m", String(shape.streams), "-t", "1", "-d", GRPC_BODY],
     ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
     `http://127.0.0.1:${port}${ECHO_PATH}`,
   ];
@@ -437,11 +445,11 @@ export function h2loadRate(out: string): number {
  * answer OK is an error (the server may count a few more OK calls than h2load: those in flight when it
  * stopped). Latencies come from h2load's per-request log.
  */
-export async function h2load(s: Server, seconds: number): Promise<Run> {
+export async function h2load(s: Server, seconds: number, shape: H2Shape = DEFAULT_SHAPE): Promise<Run> {
   const logFile = path.join(tmp, "h2load.log");
   const before = await s.counts();
   const cpu = cpuTime(s.child.pid);
-  const out = await run("h2load", ["-D", String(seconds), "--log-file", logFile, ...h2loadArgs(s.port)]);
+  const out = await run("h2load", ["-D", String(seconds), "--log-file", logFile, ...h2loadArgs(s.port, shape)]);
   const cpuUsed = cpuTime(s.child.pid) - cpu;
   const after = await s.counts();
   const rps = h2loadRate(out);

@@ -22,6 +22,7 @@ import {
   exited,
   freePort,
   GRPC_BODY,
+  H2_SHAPES,
   HTTP_BODY,
   h2load,
   h2loadArgs,
@@ -123,17 +124,22 @@ function printTable(): string {
 
 async function grpcGroup(): Promise<void> {
   const bare = await startBench("bare @grpc/grpc-js", "grpc-js.ts");
+  const loader = await startBench("bare @grpc/grpc-js + proto-loader", "grpc-js-proto-loader.ts");
   const ours = await startService("ours: full default chain");
   const peer = await startBench("@connectrpc/connect-node", "connect.ts", "grpc");
-  const servers = [bare, ours, peer];
+  const servers = [bare, loader, ours, peer];
   for (const s of servers) await checkGrpc(s);
-  const results = await measure(servers, h2load);
-  const [b, o, p] = servers.map((s) => results.get(s)!) as [Measured, Measured, Measured];
-  section(`gRPC unary Echo — h2load ${h2loadArgs(0).slice(0, 6).join(" ")}, ${fileSize(GRPC_BODY)}-byte gRPC frame`);
-  measuredRow("bare @grpc/grpc-js, same handler (reference)", b);
-  measuredRow("ours, full default chain ÷ bare grpc-js", o, { m: b, target: 0.9 });
-  measuredRow("@connectrpc/connect-node (peer)", p);
-  measuredRow("ours, full default chain ÷ connect-node", o, { m: p, target: 1.0 });
+  for (const shape of H2_SHAPES) {
+    const results = await measure(servers, (s, seconds) => h2load(s, seconds, shape));
+    const [b, l, o, p] = servers.map((s) => results.get(s)!) as [Measured, Measured, Measured, Measured];
+    section(`gRPC unary Echo — h2load ${h2loadArgs(0, shape).slice(0, 6).join(" ")}, ${fileSize(GRPC_BODY)}-byte gRPC frame`);
+    measuredRow("bare @grpc/grpc-js with protobuf-es, same handler (reference)", b);
+    measuredRow("ours, full default chain ÷ bare grpc-js (protobuf-es)", o, { m: b, target: 0.9 });
+    measuredRow("bare @grpc/grpc-js with @grpc/proto-loader (protobufjs), same handler (reference)", l);
+    measuredRow("ours, full default chain ÷ bare grpc-js (proto-loader)", o, { m: l, target: 0.9 });
+    measuredRow("@connectrpc/connect-node (peer)", p);
+    measuredRow("ours, full default chain ÷ connect-node", o, { m: p, target: 1.0 });
+  }
   await Promise.all(servers.map((s) => stop(s.child)));
 }
 

@@ -17,8 +17,8 @@ import {
   checkHttp,
   firstLine,
   GRPC_BODY,
-  H2_CLIENTS,
-  H2_STREAMS,
+  H2_SHAPES,
+  type H2Shape,
   HTTP_BODY,
   h2loadArgs,
   h2loadRate,
@@ -44,6 +44,8 @@ const RSS_TOLERANCE = num("SOAK_RSS_TOLERANCE", 0.1);
 const GATEWAY_MODE = process.env.SOAK_GATEWAY_MODE;
 const TARGET_RPS = 10_000;
 const ECHO_ROUTE = "/api/v1/echo";
+/** h2load as in make bench's first gRPC unary shape (the soak's h2load uses h2loadArgs' default). */
+const [SHAPE] = H2_SHAPES as [H2Shape];
 
 /** The process's resident set size in MB (Linux /proc). */
 function rssMb(pid: number): number {
@@ -91,7 +93,7 @@ async function main(): Promise<void> {
     `tools:    ${firstLine("h2load", ["--version"])}; ${firstLine("wrk", ["-v"])}`,
     `commit:   ${firstLine("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"])}${sourceModified() ? " (src modified)" : ""}`,
     `service:  node dist/main.js, default settings${GATEWAY_MODE ? ` but GATEWAY_MODE=${GATEWAY_MODE}` : ""} (gateway ${service.ready?.gatewayMode}), logs to a file`,
-    `load:     ${WARMUP} s warm-up + ${SECONDS} s, at once: h2load -c ${H2_CLIENTS} -m ${H2_STREAMS} gRPC Echo (${readFileSync(GRPC_BODY).length}-byte frame) and wrk -c ${WRK_CONNECTIONS} POST ${ECHO_ROUTE} (${HTTP_BODY.length}-byte JSON)`,
+    `load:     ${WARMUP} s warm-up + ${SECONDS} s, at once: h2load -c ${SHAPE.clients} -m ${SHAPE.streams} gRPC Echo (${readFileSync(GRPC_BODY).length}-byte frame) and wrk -c ${WRK_CONNECTIONS} POST ${ECHO_ROUTE} (${HTTP_BODY.length}-byte JSON)`,
   ];
   process.stderr.write(`${header.join("\n")}\n`);
 
@@ -133,7 +135,7 @@ async function main(): Promise<void> {
   );
   // Calls still running when the tools stop are abandoned (CANCELLED, HTTP 499): at most one per stream or
   // connection in use is the tools' doing; more would be the service's.
-  const inUse = H2_CLIENTS * H2_STREAMS + WRK_CONNECTIONS;
+  const inUse = SHAPE.clients * SHAPE.streams + WRK_CONNECTIONS;
   const notOk = [...codes].filter(([code]) => code !== "OK" && code !== "CANCELLED").reduce((a, [, n]) => a + n, 0);
   const cancelledBeyond = Math.max(0, (codes.get("CANCELLED") ?? 0) - inUse);
   const closedBeyond = Math.max(0, (httpStatuses.get("499") ?? 0) - WRK_CONNECTIONS);
