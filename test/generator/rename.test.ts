@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { deriveNames } from "../../generator/names.js";
 import { renameContent, renamePath, renameTokens } from "../../generator/rename.js";
@@ -95,5 +96,19 @@ describe("content renaming", () => {
   it("copies vendored protos verbatim", () => {
     const text = "// For example, see Example below.\n";
     assert.equal(renameContent("proto/google/api/http.proto", text, demo), text);
+  });
+});
+
+describe("the framework suite's fixture service", () => {
+  // The framework's tests run against test/proto/fixture/, not the service in proto/: they keep its names in every
+  // generated repository, so `make test-framework` passes whatever the user does to their own service.
+  it("keeps its paths and content in a renamed repository", () => {
+    for (const rel of ["test/proto/fixture/v1/fixture.proto", "test/framework/fixtures/fixture-service.ts", "test/framework/fixtures/fixture-main.ts"]) {
+      const text = readFileSync(new URL(`../../template/${rel}`, import.meta.url), "utf8");
+      for (const n of [demo, book]) {
+        assert.equal(renamePath(rel, n), rel);
+        assert.equal(renameContent(rel, text, n), text, `${rel} is unchanged for ${n.name}`);
+      }
+    }
   });
 });
