@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
-import { ExampleService } from "../../gen/example/v1/example_pb.js";
+import { FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { CallContext } from "./context.js";
 import { LazyAbortController } from "./lazy-abort.js";
 import { methodInfo } from "./method.js";
 
 const contextOf = (controller?: AbortController | LazyAbortController) =>
   new CallContext({
-    method: methodInfo(ExampleService.method.echo),
+    method: methodInfo(FixtureService.method.echo),
     transport: "grpc",
     metadata: new Metadata(),
     controller,

@@ -15,8 +15,8 @@ import {
   MethodOptionsSchema,
   FieldDescriptorProto_Type as Type,
 } from "@bufbuild/protobuf/wkt";
+import { FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { StreamService } from "../../../test/gen/gatewaytest/v1/streams_pb.js";
-import { ExampleService } from "../../gen/example/v1/example_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
 import { methodInfo } from "../call/method.js";
@@ -205,8 +205,8 @@ function documentOf(service: DescService, options: Partial<OpenApiOptions> = {})
 
 const param = (op: { parameters: Json[] }, name: string) => op.parameters.find((p) => p.name === name);
 
-describe("OpenAPI document of the ExampleService", () => {
-  const doc = documentOf(ExampleService, { sse: true });
+describe("OpenAPI document of the FixtureService", () => {
+  const doc = documentOf(FixtureService, { sse: true });
 
   test("a validator accepts it", async () => {
     await SwaggerParser.validate(structuredClone(doc) as never);
@@ -228,15 +228,15 @@ describe("OpenAPI document of the ExampleService", () => {
       Object.keys(doc.paths).filter((p) => known.includes(p)),
       known,
     );
-    assert.equal(doc.paths["/api/v1/echo"]!.post!.operationId, "ExampleService_Echo");
-    assert.equal(doc.paths["/api/v1/echo/{message}"]!.get!.operationId, "ExampleService_Echo2");
-    assert.deepEqual(doc.paths["/api/v1/fail"]!.post!.tags, ["ExampleService"]);
-    assert.deepEqual(doc.tags, [{ name: "ExampleService", description: "gRPC service example.v1.ExampleService" }]);
+    assert.equal(doc.paths["/api/v1/echo"]!.post!.operationId, "FixtureService_Echo");
+    assert.equal(doc.paths["/api/v1/echo/{message}"]!.get!.operationId, "FixtureService_Echo2");
+    assert.deepEqual(doc.paths["/api/v1/fail"]!.post!.tags, ["FixtureService"]);
+    assert.deepEqual(doc.tags, [{ name: "FixtureService", description: "gRPC service fixture.v1.FixtureService" }]);
   });
 
   test("Echo: the whole request as the POST body, the path parameter and the rest in the query on GET", () => {
     assert.deepEqual(doc.paths["/api/v1/echo"]!.post!.parameters, [
-      { name: "body", in: "body", required: true, schema: { $ref: "#/definitions/example.v1.EchoRequest" } },
+      { name: "body", in: "body", required: true, schema: { $ref: "#/definitions/fixture.v1.EchoRequest" } },
     ]);
     const get = doc.paths["/api/v1/echo/{message}"]!.get!;
     assert.deepEqual(param(get, "message"), { name: "message", in: "path", required: true, type: "string", minLength: 1, maxLength: 1024 });
@@ -256,13 +256,13 @@ describe("OpenAPI document of the ExampleService", () => {
     const post = doc.paths["/api/v1/echo"]!.post!;
     assert.deepEqual(post.responses["200"], {
       description: "A successful response.",
-      schema: { $ref: "#/definitions/example.v1.EchoResponse" },
+      schema: { $ref: "#/definitions/fixture.v1.EchoResponse" },
     });
     assert.deepEqual(post.responses.default, {
       description: "An unexpected error response.",
       schema: { $ref: "#/definitions/google.rpc.Status" },
     });
-    assert.deepEqual(doc.definitions["example.v1.EchoResponse"]!.properties.receivedAt, {
+    assert.deepEqual(doc.definitions["fixture.v1.EchoResponse"]!.properties.receivedAt, {
       type: "string",
       format: "date-time",
       description: "RFC 3339 timestamp, e.g. 2026-01-02T03:04:05.678Z",
@@ -279,23 +279,23 @@ describe("OpenAPI document of the ExampleService", () => {
       assert.match(String(op.description), /text\/event-stream/);
       assert.deepEqual(op.responses["200"]!.schema, {
         type: "object",
-        title: "Stream result of example.v1.CountdownResponse",
-        properties: { result: { $ref: "#/definitions/example.v1.CountdownResponse" }, error: { $ref: "#/definitions/google.rpc.Status" } },
+        title: "Stream result of fixture.v1.CountdownResponse",
+        properties: { result: { $ref: "#/definitions/fixture.v1.CountdownResponse" }, error: { $ref: "#/definitions/google.rpc.Status" } },
       });
     }
-    const noSse = documentOf(ExampleService, { sse: false });
+    const noSse = documentOf(FixtureService, { sse: false });
     assert.deepEqual(noSse.paths["/api/v1/countdown"]!.post!.produces, ["application/x-ndjson"]);
     assert.doesNotMatch(String(noSse.paths["/api/v1/countdown"]!.post!.description), /event-stream/);
   });
 
   test("protovalidate limits become schema limits", () => {
-    assert.deepEqual(doc.definitions["example.v1.CountdownRequest"]!.properties.from, {
+    assert.deepEqual(doc.definitions["fixture.v1.CountdownRequest"]!.properties.from, {
       type: "integer",
       format: "int64",
       minimum: 1,
       maximum: 1000,
     });
-    assert.deepEqual(doc.definitions["example.v1.FailRequest"]!.properties.code, {
+    assert.deepEqual(doc.definitions["fixture.v1.FailRequest"]!.properties.code, {
       type: "integer",
       format: "int32",
       minimum: 0,
@@ -306,10 +306,10 @@ describe("OpenAPI document of the ExampleService", () => {
   test("security schemes only when auth is on, applied globally", () => {
     assert.equal(doc.securityDefinitions, undefined);
     assert.equal(doc.security, undefined);
-    const jwt = documentOf(ExampleService, { jwt: true });
+    const jwt = documentOf(FixtureService, { jwt: true });
     assert.deepEqual(Object.keys(jwt.securityDefinitions as Json), ["BearerAuth"]);
     assert.deepEqual(jwt.security, [{ BearerAuth: [] }]);
-    const both = documentOf(ExampleService, { jwt: true, apiKey: true });
+    const both = documentOf(FixtureService, { jwt: true, apiKey: true });
     assert.deepEqual((both.securityDefinitions as Json).ApiKeyAuth, {
       type: "apiKey",
       in: "header",
@@ -320,7 +320,7 @@ describe("OpenAPI document of the ExampleService", () => {
   });
 
   test("the document is named after the first segment of the proto package", () => {
-    assert.equal(documentStem([ExampleService]), "example");
+    assert.equal(documentStem([FixtureService]), "fixture");
     assert.equal(documentStem([]), "api");
   });
 });

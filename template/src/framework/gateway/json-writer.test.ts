@@ -11,8 +11,8 @@ import {
   toJsonString,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, file_google_protobuf_descriptor, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { EchoResponseSchema, file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { BookSchema, file_gatewaytest_v1_library, type Genre, QueryRequestSchema } from "../../../test/gen/gatewaytest/v1/library_pb.js";
-import { EchoResponseSchema, file_example_v1_example } from "../../gen/example/v1/example_pb.js";
 import { isCompiled, jsonWriter } from "./json-writer.js";
 
 const OPTIONS = { alwaysEmitImplicit: true } as const;
@@ -152,9 +152,9 @@ function assertSame(desc: DescMessage, message: Message): void {
 }
 
 describe("compiled JSON writer", () => {
-  const types = messagesOf(file_example_v1_example, file_gatewaytest_v1_library);
+  const types = messagesOf(file_fixture_v1_fixture, file_gatewaytest_v1_library);
 
-  test("writes every message type of the service's and the test protos byte for byte as protobuf-es's toJsonString", () => {
+  test("writes every message type of the test protos (the fixture service and the gateway tests) byte for byte as protobuf-es's toJsonString", () => {
     const r = random(16);
     for (const desc of types) {
       assertSame(desc, create(desc));
@@ -234,7 +234,7 @@ describe("compiled JSON writer", () => {
   });
 
   test("recursive and proto2 types (descriptor.proto) are written as protobuf-es writes them", () => {
-    const files = [file_example_v1_example, file_gatewaytest_v1_library, file_google_protobuf_descriptor];
+    const files = [file_fixture_v1_fixture, file_gatewaytest_v1_library, file_google_protobuf_descriptor];
     for (const desc of messagesOf(file_google_protobuf_descriptor)) assertSame(desc, create(desc));
     // Real data: the descriptors themselves, proto2 with nested and recursive messages.
     for (const file of files) assertSame(FileDescriptorProtoSchema, file.proto);

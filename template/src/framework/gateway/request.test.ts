@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Message } from "@bufbuild/protobuf";
-import { type CountdownRequest, type EchoRequest, ExampleService } from "../../gen/example/v1/example_pb.js";
+import { type CountdownRequest, type EchoRequest, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -10,7 +10,7 @@ import { decodeRequest } from "./request.js";
 import { Router } from "./router.js";
 import { compileRoutes, type GatewayRoute } from "./routes.js";
 
-const bound: BoundMethod[] = ExampleService.methods.map((desc) => ({
+const bound: BoundMethod[] = FixtureService.methods.map((desc) => ({
   info: methodInfo(desc),
   invoke: async () => {
     throw new Error("not invoked in these tests");
@@ -46,7 +46,7 @@ function assertInvalidArgument(fn: () => unknown, message: RegExp): void {
   });
 }
 
-describe("compileRoutes on ExampleService", () => {
+describe("compileRoutes on FixtureService", () => {
   test("every http rule and additional binding becomes a route", () => {
     const summary = routes.map((r) => `${r.httpMethod} ${r.template.source} body=${r.body}`).sort();
     // The template's own methods, in order; a service that added methods has more routes besides.
@@ -70,7 +70,7 @@ describe("decodeRequest", () => {
   describe('body "*"', () => {
     test("the JSON body fills the whole message", () => {
       const req = echo("POST", "/api/v1/echo", '{"message":"hi","delayMs":5,"debug":true,"traceId":"t-1"}');
-      assert.equal(req.$typeName, "example.v1.EchoRequest");
+      assert.equal(req.$typeName, "fixture.v1.EchoRequest");
       assert.equal(req.message, "hi");
       assert.equal(req.delayMs, 5);
       assert.equal(req.debug, true);
@@ -115,7 +115,7 @@ describe("decodeRequest", () => {
     });
 
     test("a path variable wins over the same field in the body", () => {
-      // ExampleService has no rule with both a path variable and a body, so the GET
+      // FixtureService has no rule with both a path variable and a body, so the GET
       // binding is given body "*" here to exercise the precedence.
       const get = routeFor("GET", "/api/v1/echo/{message}");
       const withBody: GatewayRoute = { ...get, body: "*" };

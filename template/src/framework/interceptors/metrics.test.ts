@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { create, type Message } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
-import { CountdownResponseSchema, EchoRequestSchema, EchoResponseSchema, ExampleService } from "../../gen/example/v1/example_pb.js";
+import { CountdownResponseSchema, EchoRequestSchema, EchoResponseSchema, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
@@ -10,8 +10,8 @@ import type { Call, CallResult, MethodInfo, Next } from "../call/types.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
 import { grpcMetrics } from "./metrics.js";
 
-const echo = methodInfo(ExampleService.method.echo);
-const countdown = methodInfo(ExampleService.method.countdown);
+const echo = methodInfo(FixtureService.method.echo);
+const countdown = methodInfo(FixtureService.method.countdown);
 
 function setup(histogram = true) {
   return new ServerMetrics({ ENABLE_PROMETHEUS_GRPC_HISTOGRAM: histogram, PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: [0.1, 1] });

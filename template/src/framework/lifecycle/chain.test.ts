@@ -9,8 +9,8 @@ import {
   EchoRequestSchema,
   type EchoResponse,
   EchoResponseSchema,
-  ExampleService,
-} from "../../gen/example/v1/example_pb.js";
+  FixtureService,
+} from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { Chain, type NamedInterceptor } from "../call/chain.js";
 import { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
@@ -31,8 +31,8 @@ configureLogging({
   destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
 });
 
-const echoInfo = methodInfo(ExampleService.method.echo);
-const countdownInfo = methodInfo(ExampleService.method.countdown);
+const echoInfo = methodInfo(FixtureService.method.echo);
+const countdownInfo = methodInfo(FixtureService.method.countdown);
 
 function callOf(info = echoInfo, request: Message = create(EchoRequestSchema, { message: "hi" })): Call {
   const ctx = new CallContext({
@@ -99,7 +99,7 @@ describe("the interceptor chain", () => {
   });
 
   test("a service's auth override puts auth first even with the settings off; other methods skip it at zero cost", () => {
-    const overriding = { desc: ExampleService, handlers: {}, authorize: () => {} } as unknown as ServiceImpl;
+    const overriding = { desc: FixtureService, handlers: {}, authorize: () => {} } as unknown as ServiceImpl;
     assert.deepEqual(new Chain(defaults({}, { services: [overriding] })).names(), ["auth", ...DEFAULT_ORDER]);
     const auth = new Chain(defaults({}, { services: [overriding] })).entries()[0]!.interceptor;
     const next: Next = async () => ({ message: create(EchoResponseSchema) });
