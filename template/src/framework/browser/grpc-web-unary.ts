@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn, parseGrpcTimeout } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
+import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -61,7 +62,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
       (err: unknown) => {
         if (res.headersSent || res.destroyed) return;
         const status = toServiceError(err, ctx.responseHeader, ctx.responseTrailer);
-        const text = `grpc-status: ${status.code}\r\ngrpc-message: ${percentEncode(status.details ?? "")}\r\n${metadataLines(status.metadata as Metadata)}`;
+        const text = `grpc-status: ${status.code}\r\ngrpc-message: ${encodeGrpcMessage(status.details ?? "")}\r\n${metadataLines(status.metadata as Metadata)}`;
         const body = frame(TRAILER_FLAG, Buffer.from(text));
         res.writeHead(200, { "content-type": CONTENT_TYPE, "content-length": String(body.length) }).end(body);
       },
@@ -147,9 +148,4 @@ function metadataLines(md: Metadata): string {
     for (const v of all[key]!) text += `${key}: ${typeof v === "string" ? v : v.toString("base64")}\r\n`;
   }
   return text;
-}
-
-/** grpc-message is percent-encoded outside printable ASCII (and `%` itself), as the gRPC spec says. */
-function percentEncode(message: string): string {
-  return /^[\x20-\x24\x26-\x7e]*$/.test(message) ? message : encodeURIComponent(message).replace(/%20/g, " ");
 }

@@ -12,6 +12,13 @@ describe("statusFromTrailers", () => {
     assert.deepEqual(trailer.getMap(), { k: "v" });
   });
 
+  test("grpc-message is fully percent-decoded, reserved characters included; a bad escape keeps it as sent", () => {
+    const status = statusFromTrailers({ "grpc-status": "5", "grpc-message": "no book %2Fshelves%2F1 %23a %3Fb %26c" }, 200, new Metadata());
+    assert.equal(status?.code, Code.NOT_FOUND);
+    assert.equal(status?.message, "no book /shelves/1 #a ?b &c");
+    assert.equal(statusFromTrailers({ "grpc-status": "2", "grpc-message": "50% off" }, 200, new Metadata())?.message, "50% off");
+  });
+
   test("no grpc-status: the HTTP status maps, else UNKNOWN", () => {
     assert.equal(statusFromTrailers({}, 404, new Metadata())?.code, Code.UNIMPLEMENTED);
     assert.equal(statusFromTrailers({}, 500, new Metadata())?.code, Code.UNKNOWN);

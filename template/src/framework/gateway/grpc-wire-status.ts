@@ -1,6 +1,7 @@
 import { constants, type IncomingHttpHeaders } from "node:http2";
 import type { Metadata } from "@grpc/grpc-js";
 import { Code, GrpcError } from "../call/status.js";
+import { decodeGrpcMessage } from "../errors/grpc-message.js";
 
 /**
  * How a gRPC response's headers, trailers and resets become metadata and a status, as grpc-js's
@@ -46,16 +47,11 @@ export function statusFromTrailers(headers: IncomingHttpHeaders, httpStatus: num
   const code = Number(status);
   if (code === Code.OK) return undefined;
   if (!Number.isInteger(code) || code < 0) return new GrpcError(Code.UNKNOWN, `invalid grpc-status "${status}"`, { metadata: trailer });
-  return new GrpcError(code, percentDecode(headers["grpc-message"]), { metadata: trailer });
+  return new GrpcError(code, grpcMessage(headers["grpc-message"]), { metadata: trailer });
 }
 
-function percentDecode(message: string | string[] | undefined): string {
-  if (typeof message !== "string") return "";
-  try {
-    return decodeURI(message);
-  } catch {
-    return message;
-  }
+function grpcMessage(value: string | string[] | undefined): string {
+  return typeof value === "string" ? decodeGrpcMessage(value) : "";
 }
 
 /** A response that is not gRPC (no grpc-status): its HTTP status as gRPC's spec maps it. */

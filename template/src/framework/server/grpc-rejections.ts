@@ -1,6 +1,7 @@
 import type { Http2ServerRequest } from "node:http2";
 import type { Metadata, ServerInterceptingCall, ServerInterceptingCallInterface, ServerInterceptor } from "@grpc/grpc-js";
 import { Code } from "../call/status.js";
+import { decodeGrpcMessage } from "../errors/grpc-message.js";
 import type { BoundMethod } from "./methods.js";
 
 // grpc-js exports neither name from its index.
@@ -145,13 +146,5 @@ export function sentStatus(call: unknown): { code: number; message: string } | u
   const code = headers?.["grpc-status"];
   if (code === undefined) return undefined;
   const message = headers?.["grpc-message"];
-  return { code: Number(code), message: typeof message === "string" ? safeDecodeURI(message) : "" };
-}
-
-function safeDecodeURI(text: string): string {
-  try {
-    return decodeURI(text);
-  } catch {
-    return text;
-  }
+  return { code: Number(code), message: typeof message === "string" ? decodeGrpcMessage(message) : "" };
 }
