@@ -257,13 +257,33 @@ class FrameQueue implements AsyncIterator<Message> {
   }
 }
 
+/**
+ * A call's abort controller that also ends its request messages with the abort's reason: whatever
+ * aborts the call (its deadline, an interceptor, the handler, the client leaving), a handler waiting
+ * for the next request wakes with the reason instead of waiting on.
+ */
+class CallController extends LazyAbortController {
+  readonly #onAbort: (reason: unknown) => void;
+
+  constructor(onAbort: (reason: unknown) => void) {
+    super();
+    this.#onAbort = onAbort;
+  }
+
+  override abort(reason?: unknown): void {
+    if (this.aborted) return;
+    super.abort(reason);
+    this.#onAbort(reason);
+  }
+}
+
 /** One call over one WebSocket. */
 class StreamCall implements Watched {
   readonly ws: WebSocket;
   readonly #target: Target;
   readonly #info: MethodInfo;
   readonly #ctx: CallContext;
-  readonly #controller = new LazyAbortController();
+  readonly #controller = new CallController((reason) => this.#requests?.end(reason));
   readonly #log: Logger;
   readonly #keepalive: Keepalive;
   /** Why the socket closed, as the handler's abort reason: the client closed it, or it stopped answering. */

@@ -22,6 +22,9 @@ export class RequestStream implements AsyncIterableIterator<Message> {
   #error: unknown;
   #failed = false;
   #closed = false;
+  #interruptible = false;
+  /** Rejects the read waiting on the source (interruptible streams only). */
+  #interrupt: ((err: unknown) => void) | undefined;
   #handlers: [(step: IteratorResult<Message>) => Step | Promise<Step>, (err: unknown) => never] | undefined;
   /** Set while `atEnd` decides whether the end of input is a half-close: later reads wait for it too. */
   #ending: Promise<Step> | undefined;
@@ -60,6 +63,28 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     (this.#inspectors ??= []).push(fn);
   }
 
+  /**
+   * Lets `fail()` end a read that is waiting on the transport, at the cost of two more promises per
+   * message; the timeout step asks for it on calls that have a deadline.
+   */
+  interruptible(): this {
+    this.#interruptible = true;
+    return this;
+  }
+
+  /**
+   * Ends the input now with `error`: the handler's read waiting on the transport fails with it (if the
+   * stream is interruptible), and so does every later read; the transport stops reading. The timeout
+   * step ends a call's input this way when its deadline passes, whether or not the handler watches its signal.
+   */
+  fail(error: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#error = error;
+    this.#interrupt?.(error);
+    this.#stopSource();
+  }
+
   [Symbol.asyncIterator](): this {
     return this;
   }
@@ -70,12 +95,18 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     // One promise per message: `then` on the source's, rather than an async method awaiting it.
     const [onStep, onError] = (this.#handlers ??= [
       (step) => this.#step(step),
-      (err) => this.#fail(this.#sourceError ? this.#sourceError(err) : err),
+      (err) => this.#fail(this.#failed ? this.#error : this.#sourceError ? this.#sourceError(err) : err),
     ]);
-    return this.#source.next().then(onStep, onError);
+    if (!this.#interruptible) return this.#source.next().then(onStep, onError);
+    const read = this.#source.next();
+    return new Promise((resolve, reject) => {
+      this.#interrupt = reject;
+      read.then(onStep, onError).then(resolve, reject);
+    });
   }
 
   #step(step: IteratorResult<Message>): Step | Promise<Step> {
+    if (this.#failed) throw this.#error; // the transport answered after the stream failed
     if (step.done) return this.#end();
     const index = this.#received++;
     const inspectors = this.#inspectors;

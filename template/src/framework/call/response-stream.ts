@@ -22,6 +22,11 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
   #mapError: MapError[] | undefined;
   #sent = 0;
   #ended = false;
+  /** Set by `fail()`: every read from then on fails with it. */
+  #failure: { readonly error: unknown } | undefined;
+  #interruptible = false;
+  /** Rejects the read waiting on the source (interruptible streams only). */
+  #interrupt: ((err: unknown) => void) | undefined;
   #handlers: [(step: IteratorResult<Message>) => IteratorResult<Message, undefined>, (err: unknown) => never] | undefined;
 
   /** `toMessage` turns what the source yields into the message sent (the handler step's `create`). */
@@ -62,18 +67,47 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
     return this;
   }
 
+  /**
+   * Lets `fail()` end a read that is waiting on the source, at the cost of two more promises per
+   * message; the timeout step asks for it on calls that have a deadline.
+   */
+  interruptible(): this {
+    this.#interruptible = true;
+    return this;
+  }
+
+  /**
+   * Ends the stream now with `error` (after every `mapError`), as if the source had thrown it: the read
+   * waiting on the source fails with it (if the stream is interruptible), and so does every later read.
+   * The source is closed; a handler that ignores its signal may run on until its next `yield`, but the
+   * call is over. The timeout step ends a call this way when its deadline passes.
+   */
+  fail(error: unknown): void {
+    if (this.#ended) return;
+    const failure = { error: this.#fail(error) };
+    this.#failure = failure;
+    this.#interrupt?.(failure.error);
+    this.#source.return?.()?.catch(() => {}); // the handler's own clean-up failing must not become an unhandled rejection
+  }
+
   [Symbol.asyncIterator](): this {
     return this;
   }
 
   next(): Promise<IteratorResult<Message, undefined>> {
-    if (this.#ended) return Promise.resolve({ done: true, value: undefined });
+    if (this.#ended) return this.#failure ? Promise.reject(this.#failure.error) : Promise.resolve({ done: true, value: undefined });
     // One promise per message: `then` on the source's, rather than an async method awaiting it.
     const [onStep, onError] = (this.#handlers ??= [(step) => this.#step(step), (err) => this.#throw(err)]);
-    return this.#source.next().then(onStep, onError);
+    if (!this.#interruptible) return this.#source.next().then(onStep, onError);
+    const read = this.#source.next();
+    return new Promise((resolve, reject) => {
+      this.#interrupt = reject;
+      read.then(onStep, onError).then(resolve, reject);
+    });
   }
 
   #step(step: IteratorResult<Message>): IteratorResult<Message, undefined> {
+    if (this.#failure !== undefined) throw this.#failure.error; // the source answered after the stream failed
     if (step.done) {
       this.#end(undefined);
       return { done: true, value: undefined };
@@ -100,7 +134,7 @@ export class ResponseStream implements AsyncIterableIterator<Message> {
   }
 
   #throw(err: unknown): never {
-    throw this.#fail(err);
+    throw this.#failure !== undefined ? this.#failure.error : this.#fail(err);
   }
 
   /** The transport stopped reading: the handler's generator is closed (its `finally` runs). */

@@ -8,7 +8,9 @@ const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline e
 /**
  * Unary calls that arrive without a deadline get `seconds` (0 = none). A deadline covers the whole
  * call, whatever its kind: when it passes, the handler's signal aborts and the caller gets
- * DEADLINE_EXCEEDED at once, even if the handler ignores its signal (a stream ends with it).
+ * DEADLINE_EXCEEDED at once, on every transport, even if the handler ignores its signal: the call is
+ * ended through its stream objects (the handler's pending read of a request fails, and the response
+ * stream fails), not left to each transport.
  */
 export function defaultTimeout(seconds: number): Interceptor {
   return (next, method) => {
@@ -22,16 +24,19 @@ export function defaultTimeout(seconds: number): Interceptor {
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
+      const requests = call.requests?.interruptible();
       // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
       // One promise settled by whichever comes first, rather than a Promise.race and its extra promises.
       return new Promise<CallResult>((resolve, reject) => {
-        let expired: GrpcError | undefined;
+        let stream: ResponseStream | undefined;
         const timer = setTimeout(
           () => {
             // Made only when the deadline really passes: most calls never need it.
-            expired = deadlineExceeded();
+            const expired = deadlineExceeded();
             ctx.abort(expired);
-            reject(expired);
+            requests?.fail(expired);
+            if (stream) stream.fail(expired);
+            else reject(expired);
           },
           Math.min(remaining, MAX_TIMER_MS),
         );
@@ -42,9 +47,9 @@ export function defaultTimeout(seconds: number): Interceptor {
             else reject(error);
             return;
           }
-          // A stream keeps its deadline until it ends; one that outlives it fails with DEADLINE_EXCEEDED.
-          const stream = ResponseStream.of(result.stream)
-            .mapError((err) => expired ?? err)
+          // A stream keeps its deadline until it ends.
+          stream = ResponseStream.of(result.stream)
+            .interruptible()
             .onEnd(() => clearTimeout(timer));
           resolve(stream === result.stream ? result : { stream });
         };
