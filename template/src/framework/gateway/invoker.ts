@@ -1,10 +1,9 @@
 import { type DescMessage, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
-import { timerDelay } from "../call/deadline.js";
 import type { CallAbortController } from "../call/lazy-abort.js";
 import { RequestStream } from "../call/request-stream.js";
-import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import { asGrpcError } from "../call/status.js";
 import { type CallResult, streamsResponses } from "../call/types.js";
 import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -45,8 +44,6 @@ export interface Invoker {
   close(): void;
 }
 
-const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
-
 /** No network hop: the call enters the chain directly, with a context built from the HTTP request. */
 export function inProcessInvoker(): Invoker {
   return {
@@ -67,7 +64,7 @@ export function inProcessInvoker(): Invoker {
         const call = requests
           ? { method: method.info, ctx, request, requests: new RequestStream(requests) }
           : { method: method.info, ctx, request };
-        // Unary deadlines are the chain's (the timeout interceptor enforces a finite ctx.deadline).
+        // Deadlines are the chain's: its timeout step ends the call, stream or not, when one passes.
         result = await runInContext(ctx, () => method.invoke(call));
       } catch (error) {
         // As over gRPC, where errors go out trailers-only: the error's metadata, the header and the trailer, all as trailers.
@@ -84,36 +81,22 @@ export function inProcessInvoker(): Invoker {
 }
 
 /**
- * Each step of the stream runs inside the call's context, so handler code keeps seeing it. A finite
- * deadline ends the stream with DEADLINE_EXCEEDED when it passes (aborting the handler's signal),
- * even if the handler ignores its signal, as grpc-js does for a gRPC client.
+ * Each step of the stream runs inside the call's context, so handler code keeps seeing it. The deadline
+ * is the chain's (its timeout step fails the stream when it passes, whether or not the handler watches
+ * its signal): nothing here waits on it, so a long stream holds nothing per message.
  */
 async function* iterateInContext(ctx: CallContext, stream: AsyncIterable<Message>): AsyncGenerator<Message> {
   const it = stream[Symbol.asyncIterator]();
-  let timer: NodeJS.Timeout | undefined;
-  let expiry: Promise<never> | undefined;
-  if (ctx.deadline !== Number.POSITIVE_INFINITY) {
-    expiry = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const expired = deadlineExceeded();
-        ctx.abort(expired);
-        reject(expired);
-      }, timerDelay(ctx.deadline));
-    });
-    expiry.catch(() => {}); // observed through the race below
-  }
   try {
     for (;;) {
-      const next = runInContext(ctx, () => it.next());
-      const step = expiry ? await Promise.race([next, expiry]) : await next;
+      const step = await runInContext(ctx, () => it.next());
       if (step.done) return;
       yield step.value;
     }
   } finally {
-    clearTimeout(timer);
-    // Not awaited once expired: a handler that ignores its signal must not hold the response.
+    // Not awaited once aborted (the deadline, the client gone): a handler that ignores its signal must not hold the response.
     const closing = runInContext(ctx, async () => it.return?.());
-    if (!ctx.signal.aborted) await closing;
+    if (!ctx.aborted) await closing;
     else closing.catch(() => {});
   }
 }
