@@ -420,8 +420,10 @@ class StreamCall implements Watched {
     if (this.#ended) return;
     this.#ended = true;
     clearTimeout(this.#timer);
-    this.#requests?.return();
-    if (err !== undefined) this.#controller.abort(err); // stops a handler still running
+    // Stops a handler still running: its signal aborts, and a read of its requests fails with the error
+    // (a clean end of input would have it take the messages so far for all of them).
+    if (err !== undefined) this.#controller.abort(err);
+    this.#requests?.return(); // whatever else arrives is discarded
     const frame = err === undefined ? END_FRAME : `{"error":${httpError(err).body}}`;
     this.ws.send(frame, () => this.ws.close(1000));
   }
