@@ -9,11 +9,11 @@ import { test } from "node:test";
 import { promiseHooks } from "node:v8";
 import { defineService } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 const MESSAGES = 1000;
 
-const service = defineService(ExampleService, {
+const service = defineService(FixtureService, {
   handlers: {
     async *countdown(request) {
       for (let remaining = request.from; remaining > 0; remaining--) yield { remaining };

@@ -16,7 +16,7 @@ import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { Code, defineService } from "../../src/framework/index.js";
 import { rawClient, statusOfCall } from "../../src/framework/testing/grpc-streams.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { CountdownRequestSchema, ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { CountdownRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 /** Never settles: a handler awaiting it ignores its signal. */
 const forever = new Promise<never>(() => {});
@@ -24,7 +24,7 @@ const forever = new Promise<never>(() => {});
 /** Errors the Chat handler's reads failed with. */
 const readErrors: unknown[] = [];
 
-const deaf = defineService(ExampleService, {
+const deaf = defineService(FixtureService, {
   handlers: {
     // One message, then a wait that no signal ends.
     async *countdown(request) {
@@ -47,7 +47,7 @@ const deaf = defineService(ExampleService, {
 async function responseLine(server: TestServer, method: string, protocol?: string): Promise<Record<string, unknown>> {
   for (;;) {
     const line = server.logs.find(
-      (l) => l.msg === "response time" && l.grpcMethod === `/example.v1.ExampleService/${method}` && (!protocol || l.protocol === protocol),
+      (l) => l.msg === "response time" && l.grpcMethod === `/fixture.v1.FixtureService/${method}` && (!protocol || l.protocol === protocol),
     );
     if (line) return line;
     await new Promise((r) => setImmediate(r));
@@ -88,7 +88,7 @@ describe("a stream's deadline ends the call even when the handler ignores its si
     after(() => server.close());
 
     test("gRPC: a server stream ends DEADLINE_EXCEEDED and its response-time line says so", async () => {
-      const client = rawClient(ExampleService, server.grpcAddress);
+      const client = rawClient(FixtureService, server.grpcAddress);
       try {
         const call = client.countdown(create(CountdownRequestSchema, { from: 2 }), { deadline: Date.now() + 200 }) as NodeJS.EventEmitter;
         const status = statusOfCall(call);
@@ -119,7 +119,7 @@ describe("a stream's deadline ends the call even when the handler ignores its si
     });
 
     test("WebSocket: a bidi handler waiting for its next request has its read fail with DEADLINE_EXCEEDED", async () => {
-      const ws = new WebSocket(`${server.httpUrl.replace(/^http/, "ws")}/example.v1.ExampleService/Chat`, [
+      const ws = new WebSocket(`${server.httpUrl.replace(/^http/, "ws")}/fixture.v1.FixtureService/Chat`, [
         WS_PROTOCOL,
         "grpc-timeout.200m",
       ]);
@@ -141,7 +141,7 @@ describe("a stream's deadline ends the call even when the handler ignores its si
     });
 
     test("Connect: a server stream ends deadline_exceeded", async () => {
-      const client = createConnectClient(ExampleService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
+      const client = createConnectClient(FixtureService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
       const seen: number[] = [];
       const err = await (async () => {
         for await (const m of client.countdown({ from: 5 }, { timeoutMs: 200 })) seen.push(m.remaining);

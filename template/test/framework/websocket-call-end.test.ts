@@ -9,13 +9,13 @@ import { WebSocket } from "ws";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { Code, defineService, GrpcError } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 /** How each Sum handler's reading ended. */
 const outcomes: string[] = [];
 let firstRead: () => void = () => {};
 
-const service = defineService(ExampleService, {
+const service = defineService(FixtureService, {
   handlers: {
     async sum(requests) {
       let count = 0;
@@ -67,7 +67,7 @@ describe("a WebSocket call the server ends", () => {
   after(() => server.close());
 
   test("a client-streaming handler still reading gets the call's error, not a clean end of input", async () => {
-    const ws = new WebSocket(`${server.httpUrl.replace(/^http/, "ws")}/example.v1.ExampleService/Sum`, [WS_PROTOCOL]);
+    const ws = new WebSocket(`${server.httpUrl.replace(/^http/, "ws")}/fixture.v1.FixtureService/Sum`, [WS_PROTOCOL]);
     const frames: unknown[] = [];
     ws.on("message", (data) => frames.push(JSON.parse(String(data))));
     await once(ws, "open");
