@@ -28,13 +28,15 @@ const invalid = (message: string) => new GrpcError(Code.INVALID_ARGUMENT, messag
  */
 export function decodeRequest(route: GatewayRoute, segments: string[], query: string, body: string | RawBody | undefined): Message {
   const input = route.method.info.desc.input;
-  const message = decodeBody(route, input, body);
+  // Parsed once: the message and a PATCH's field mask are both read from it.
+  const json = bodyJson(route, body);
+  const message = decodeBody(route, input, body, json);
   if (route.body !== "*" && query !== "") {
     const json = queryJson(route, input, query);
     if (json) merge(input, message, json, "query parameter");
   }
   if (route.pathFields.length > 0) merge(input, message, pathJson(route, segments), "path parameter");
-  if (route.patchMask && typeof body === "string") fillPatchMask(route, route.patchMask, message, body);
+  if (route.patchMask && json !== undefined) fillPatchMask(route, route.patchMask, message, json);
   return message;
 }
 
@@ -43,10 +45,9 @@ export function decodeRequest(route: GatewayRoute, segments: string[], query: st
  * (`{"title":…,"author":{"name":…}}` → `title,author.name`), in proto names, as grpc-gateway does. A
  * message given as `{}` counts as a whole; well-known types, lists and maps are leaves.
  */
-function fillPatchMask(route: GatewayRoute, maskField: DescField, message: Message, body: string): void {
+function fillPatchMask(route: GatewayRoute, maskField: DescField, message: Message, json: JsonValue): void {
   const target = message as unknown as Record<string, unknown>;
-  if (target[maskField.localName] !== undefined || body.trim() === "") return;
-  const json = JSON.parse(body) as JsonValue; // already parsed once without error by decodeBody
+  if (target[maskField.localName] !== undefined) return;
   const paths: string[] = [];
   maskPaths(route.bodyField!.message!, json, "", paths);
   target[maskField.localName] = create(FieldMaskSchema, { paths });
@@ -140,22 +141,37 @@ function culprit(input: DescMessage, json: JsonObject, prefix: string): string |
   return undefined;
 }
 
-function decodeBody(route: GatewayRoute, input: DescMessage, body: string | RawBody | undefined): Message {
-  if (route.rawRequest) return rawRequestMessage(route, body instanceof RawBody ? body : EMPTY_BODY);
-  if (route.body === "" || typeof body !== "string" || body.trim() === "") return create(input);
+/** The JSON body parsed, or undefined when the route takes none (or a raw HttpBody) or the body is empty. */
+function bodyJson(route: GatewayRoute, body: string | RawBody | undefined): JsonValue | undefined {
+  if (route.rawRequest || route.body === "" || typeof body !== "string" || body.trim() === "") return undefined;
   try {
-    return decodeJson(route, input, body);
+    return JSON.parse(body) as JsonValue;
   } catch (err) {
-    throw invalid(err instanceof SyntaxError ? `malformed JSON body: ${err.message}` : (err as Error).message);
+    throw invalid(`malformed JSON body: ${(err as Error).message}`);
+  }
+}
+
+function decodeBody(route: GatewayRoute, input: DescMessage, body: string | RawBody | undefined, json: JsonValue | undefined): Message {
+  if (route.rawRequest) return rawRequestMessage(route, body instanceof RawBody ? body : EMPTY_BODY);
+  if (json === undefined) return create(input);
+  try {
+    return messageFromJson(route, input, json);
+  } catch (err) {
+    throw invalid((err as Error).message);
   }
 }
 
 /** One JSON text into the request: the whole message (`body: "*"`) or the body field. Malformed JSON throws a SyntaxError. */
 function decodeJson(route: GatewayRoute, input: DescMessage, json: string): Message {
   // JSON.parse first (as fromJsonString would), so malformed JSON is told apart from a wrong value.
-  if (route.body === "*") return fromJson(input, JSON.parse(json) as JsonValue, JSON_READ);
+  return messageFromJson(route, input, JSON.parse(json) as JsonValue);
+}
+
+/** Parsed JSON into the request: the whole message (`body: "*"`), or the body field's value. */
+function messageFromJson(route: GatewayRoute, input: DescMessage, json: JsonValue): Message {
+  if (route.body === "*") return fromJson(input, json, JSON_READ);
   // Wrapping the body under its field lets the canonical JSON reader handle any field kind.
-  return fromJson(input, { [route.bodyField!.jsonName]: JSON.parse(json) as JsonValue }, JSON_READ);
+  return fromJson(input, { [route.bodyField!.jsonName]: json }, JSON_READ);
 }
 
 /** Path variables as a JSON object, nested along each variable's field chain. */
