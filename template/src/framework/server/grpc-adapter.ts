@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import type { Message } from "@bufbuild/protobuf";
 import type {
   Metadata,
@@ -33,6 +32,9 @@ const CANCELLED = new Error("call cancelled");
 /**
  * A gRPC call's cancellation, for its context: a client cancel, an expired deadline or a force-stop.
  * grpc-js also reports every normal end of the stream as "cancelled"; once the answer is out, nothing is.
+ * `cancelled` is what "nobody is left to answer" means: the client went away, or grpc-js ended the call
+ * itself. A call that was merely aborted (by its handler or an interceptor: `ctx.abort()`) is not that,
+ * and still gets its status.
  */
 class GrpcCancellation implements CancelSource {
   readonly reason = CANCELLED;
@@ -79,10 +81,14 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
  * when the stream's buffer wants one). `destroyOnReturn: false`: a handler that stops reading early
  * must not destroy a bidi call's writable side with it.
  */
-function requestsOf(call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>, ctx: CallContext): RequestStream {
+function requestsOf(
+  call: ServerReadableStream<Message, Message> | ServerDuplexStream<Message, Message>,
+  ctx: CallContext,
+  cancellation: GrpcCancellation,
+): RequestStream {
   return new RequestStream(
     call.iterator({ destroyOnReturn: false }),
-    () => endOfInput(call, ctx),
+    () => endOfInput(call, ctx, cancellation),
     (err) => refusal(call) ?? err,
   );
 }
@@ -107,12 +113,12 @@ function refusal(call: GrpcCall): GrpcError | undefined {
  * fails the handler's read and aborts its signal instead, so a partial input is never taken for the
  * whole. Once per call, when its input ends; nothing per message.
  */
-function endOfInput(call: GrpcCall, ctx: CallContext): Promise<void> {
+function endOfInput(call: GrpcCall, ctx: CallContext, cancellation: GrpcCancellation): Promise<void> {
   if (Date.now() >= ctx.deadline) expire(ctx);
-  if (ctx.aborted) cancel(call, ctx);
+  if (cancellation.cancelled) cancel(call, ctx);
   return afterNextPoll().then(() => {
     if (Date.now() >= ctx.deadline) expire(ctx);
-    if (ctx.aborted) cancel(call, ctx);
+    if (cancellation.cancelled) cancel(call, ctx);
   });
 }
 
@@ -153,14 +159,27 @@ async function writeStream(
 ): Promise<void> {
   if (!("stream" in result)) throw new Error(`${info.path}: handler returned a single message for a streaming method`);
   for await (const message of result.stream) {
-    if (ctx.aborted) break; // the client is gone; leaving the loop ends the handler's generator
+    if (cancellation.cancelled) break; // the client is gone; leaving the loop ends the handler's generator
     ctx.sendHeader();
-    if (!call.write(message)) await once(call, "drain", { signal: ctx.signal });
+    if (!call.write(message)) await drained(call);
   }
-  if (ctx.aborted) return;
+  if (cancellation.cancelled) return;
   ctx.sendHeader();
   cancellation.answered = true;
   call.end(ctx.responseTrailer);
+}
+
+/** Resolves once grpc-js wants more (`drain`), or once the call is over and never will (`cancelled`). */
+function drained(call: NodeJS.EventEmitter): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      call.off("drain", done);
+      call.off("cancelled", done);
+      resolve();
+    };
+    call.on("drain", done);
+    call.on("cancelled", done);
+  });
 }
 
 /**
@@ -190,16 +209,16 @@ export function grpcHandler(method: BoundMethod) {
       return (call: ServerReadableStream<Message, Message>, callback: sendUnaryData<Message>) => {
         const cancellation = new GrpcCancellation(call);
         const ctx = contextFor(info, call, cancellation);
-        const requests = requestsOf(call, ctx);
+        const requests = requestsOf(call, ctx, cancellation);
         runInContext(ctx, () => invoke({ method: info, ctx, request: emptyRequestOf(info), requests })).then(
           (result) => {
-            if (ctx.aborted) return; // nobody left to tell
+            if (cancellation.cancelled) return; // nobody left to tell
             cancellation.answered = true;
             ctx.sendHeader();
             callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
           },
           (err: unknown) => {
-            if (ctx.aborted) return;
+            if (cancellation.cancelled) return;
             cancellation.answered = true;
             callback(failure(err, ctx));
           },
@@ -211,13 +230,13 @@ export function grpcHandler(method: BoundMethod) {
         const cancellation = new GrpcCancellation(call);
         const ctx = contextFor(info, call, cancellation);
         const bidi = info.kind === "bidi_streaming";
-        const requests = bidi ? requestsOf(call as ServerDuplexStream<Message, Message>, ctx) : undefined;
+        const requests = bidi ? requestsOf(call as ServerDuplexStream<Message, Message>, ctx, cancellation) : undefined;
         const request = bidi ? emptyRequestOf(info) : (call as ServerWritableStream<Message, Message>).request;
         runInContext(ctx, async () => {
           try {
             await writeStream(call, ctx, cancellation, await invoke({ method: info, ctx, request, requests }), info);
           } catch (err) {
-            if (ctx.aborted) return; // nobody left to tell
+            if (cancellation.cancelled) return; // nobody left to tell
             cancellation.answered = true;
             call.emit("error", failure(err, ctx));
           }
