@@ -9,10 +9,12 @@ import { type IncomingMessage, request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { type Client, Code as ConnectCode, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { BadRequestSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 type Protocol = "connect-json" | "connect-binary" | "grpc-web-binary" | "grpc-web-json";
 
@@ -271,4 +273,57 @@ describe("gRPC-Web and Connect with authentication on", () => {
       assert.equal(res.message, "let me in");
     }
   });
+});
+
+describe("response metadata over gRPC-Web and Connect", () => {
+  // Handlers that set response headers and trailers: repeated, binary, and transport names that must not reach HTTP.
+  const metadataService = defineService(FixtureService, {
+    handlers: {
+      echo(request, ctx) {
+        ctx.responseHeader.add("x-color", "blue");
+        ctx.responseHeader.add("x-color", "green");
+        ctx.responseHeader.set("x-blob-bin", Buffer.from([0, 1, 2]));
+        ctx.responseHeader.set("content-length", "1");
+        ctx.responseHeader.set("content-type", "text/plain");
+        ctx.responseTrailer.set("x-done", "yes");
+        return { message: request.message };
+      },
+      async *countdown(request, ctx) {
+        ctx.responseHeader.set("x-color", "red");
+        ctx.responseHeader.set("content-type", "text/plain");
+        for (let remaining = request.from; remaining >= 1; remaining--) yield { remaining };
+        ctx.responseTrailer.set("x-done", "yes");
+      },
+    },
+  });
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer([metadataService]);
+  });
+  after(() => server.close());
+
+  for (const protocol of ["connect-json", "connect-binary", "grpc-web-binary", "grpc-web-json"] as Protocol[]) {
+    test(`${protocol}: headers and trailers arrive (base64 for -bin, repeated keys repeated); content-type and content-length stay the transport's`, async () => {
+      const client = createClient(FixtureService, transport(protocol, server.httpUrl));
+      let header: Headers | undefined;
+      let trailer: Headers | undefined;
+      const res = await client.echo({ message: "with metadata" }, { onHeader: (h) => (header = h), onTrailer: (t) => (trailer = t) });
+      assert.equal(res.message, "with metadata");
+      assert.equal(header?.get("x-color"), "blue, green");
+      assert.equal(header?.get("x-blob-bin"), "AAEC");
+      assert.notEqual(header?.get("content-type"), "text/plain");
+      assert.equal(trailer?.get("x-done"), "yes");
+
+      let streamHeader: Headers | undefined;
+      let streamTrailer: Headers | undefined;
+      const seen: number[] = [];
+      for await (const m of client.countdown({ from: 2 }, { onHeader: (h) => (streamHeader = h), onTrailer: (t) => (streamTrailer = t) })) {
+        seen.push(m.remaining);
+      }
+      assert.deepEqual(seen, [2, 1]);
+      assert.equal(streamHeader?.get("x-color"), "red");
+      assert.notEqual(streamHeader?.get("content-type"), "text/plain");
+      assert.equal(streamTrailer?.get("x-done"), "yes");
+    });
+  }
 });

@@ -8,6 +8,7 @@ import { LazyAbortController } from "../call/lazy-abort.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import type { MethodInfo } from "../call/types.js";
 import { detailsFromMetadata, detailTypes } from "../errors/wire.js";
+import { headersFromMetadata } from "../gateway/metadata.js";
 
 // Between our call model and the Connect project's: metadata, and errors with their details.
 
@@ -90,10 +91,11 @@ export function fastPathContext(
 
 /** Response metadata onto the protocol's headers or trailers (reserved `grpc-` keys stay out). */
 export function copyMetadata(md: Metadata, headers: Headers): void {
-  const all = md.toJSON();
-  for (const key in all) {
-    if (key.startsWith("grpc-")) continue;
-    for (const v of all[key]!) headers.append(key, typeof v === "string" ? v : v.toString("base64"));
+  const head = headersFromMetadata(md, "");
+  for (const key in head) {
+    const value = head[key]!;
+    if (typeof value === "string") headers.append(key, value);
+    else for (const v of value) headers.append(key, v);
   }
 }
 

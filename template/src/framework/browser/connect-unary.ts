@@ -7,6 +7,7 @@ import { runInContext } from "../call/context.js";
 import { deadlineIn } from "../call/deadline.js";
 import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
+import { headersFromMetadata } from "../gateway/metadata.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, fastPathContext } from "./connect-bridge.js";
 
@@ -54,8 +55,8 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
               "content-type": json ? "application/json" : "application/proto",
               "content-length": String(Buffer.byteLength(out)),
             };
-            addMetadata(head, ctx.responseHeader.toJSON(), "");
-            addMetadata(head, ctx.responseTrailer.toJSON(), "trailer-"); // unary trailers travel as prefixed headers
+            // Unary trailers travel as prefixed headers.
+            Object.assign(head, headersFromMetadata(ctx.responseHeader, ""), headersFromMetadata(ctx.responseTrailer, "trailer-"));
             res.writeHead(200, head).end(out);
           },
           (err: unknown) => sendError(res, connectError(err, ctx)),
@@ -68,14 +69,6 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
       if (!res.headersSent) res.destroy();
     });
   return true;
-}
-
-function addMetadata(head: Record<string, string | string[]>, md: Record<string, (string | Buffer)[]>, prefix: string): void {
-  for (const key in md) {
-    if (key.startsWith("grpc-")) continue;
-    const values = md[key]!.map((v) => (typeof v === "string" ? v : v.toString("base64")));
-    head[prefix + key] = values.length === 1 ? values[0]! : values;
-  }
 }
 
 /** Connect's unary error: the code's HTTP status, its JSON body, the error's metadata as headers. */

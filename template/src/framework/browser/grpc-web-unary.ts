@@ -8,6 +8,7 @@ import { Code, GrpcError } from "../call/status.js";
 import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
+import { headersFromMetadata } from "../gateway/metadata.js";
 import type { BoundMethod } from "../server/methods.js";
 import { fastPathContext } from "./connect-bridge.js";
 
@@ -53,7 +54,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
         if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
         const data = toBinary(info.desc.output, result.message);
         const trailer = frame(TRAILER_FLAG, Buffer.from(`grpc-status: 0\r\ngrpc-message: \r\n${metadataLines(ctx.responseTrailer)}`));
-        const head = metadataHeaders(ctx.responseHeader);
+        const head = headersFromMetadata(ctx.responseHeader, "") ?? {};
         head["content-type"] = CONTENT_TYPE;
         const body = Buffer.concat([frame(0, data), trailer]);
         head["content-length"] = String(body.length);
@@ -125,18 +126,6 @@ function readFrame(req: IncomingMessage, res: ServerResponse, maxBytes: number):
     req.once("end", onEnd);
     req.once("error", () => reject(new GrpcError(Code.CANCELLED, "request body broken")));
   });
-}
-
-/** Response header metadata as HTTP headers (binary values in base64; reserved `grpc-` keys left out). */
-function metadataHeaders(md: Metadata): Record<string, string | string[]> {
-  const head: Record<string, string | string[]> = {};
-  const all = md.toJSON();
-  for (const key in all) {
-    if (key.startsWith("grpc-")) continue;
-    const values = all[key]!.map((v) => (typeof v === "string" ? v : v.toString("base64")));
-    head[key] = values.length === 1 ? values[0]! : values;
-  }
-  return head;
 }
 
 /** Trailer metadata as the trailer frame's `key: value\r\n` lines (HTTP/1 header form, as Connect writes them) (the status details included). */

@@ -50,11 +50,12 @@ export function metadataFromHeaders(headers: IncomingHttpHeaders, policy: Header
 }
 
 /**
- * Response metadata as HTTP headers: `<prefix><key>` (`Grpc-Metadata-` or `Grpc-Trailer-`), binary
- * values in base64, repeated keys as repeated headers. The trace header keeps its own name.
- * `undefined` when there is nothing to send.
+ * Response metadata as HTTP headers: `<prefix><key>` (the gateway's `Grpc-Metadata-` or `Grpc-Trailer-`, none
+ * for gRPC-Web, Connect's `trailer-`), binary values in base64, repeated keys as repeated headers; reserved
+ * `grpc-` keys and transport headers stay out. The trace header keeps its own name. `undefined` when there is
+ * nothing to send.
  */
-export function headersFromMetadata(md: Metadata, prefix: string, traceHeader: string): Record<string, string | string[]> | undefined {
+export function headersFromMetadata(md: Metadata, prefix: string, traceHeader?: string): Record<string, string | string[]> | undefined {
   let headers: Record<string, string | string[]> | undefined;
   const all = md.toJSON();
   for (const key in all) {
