@@ -3,6 +3,7 @@ import { type Message, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
 import { parseGrpcTimeout } from "../call/deadline.js";
+import { drained } from "../call/drained.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
@@ -422,10 +423,10 @@ async function writeStream(s: StreamReply, stream: AsyncIterable<Message>, heart
     for await (const message of stream) {
       if (rawBody) {
         if (!s.started) start(s, { "content-type": rawResponseType(route, message) });
-        if (!raw.write(rawResponseData(route, message))) await writable(raw);
+        if (!raw.write(rawResponseData(route, message))) await drained(raw, "close");
       } else {
         if (!s.started) start(s);
-        if (!raw.write(marshaler.message(responseJson(route, message), index++, info))) await writable(raw);
+        if (!raw.write(marshaler.message(responseJson(route, message), index++, info))) await drained(raw, "close");
       }
       if (raw.destroyed) return; // the client left; returning ends the handler's stream
     }
@@ -453,17 +454,4 @@ function finish(s: StreamReply): void {
     if (trailers) s.reply.raw.addTrailers(trailers);
   }
   s.reply.raw.end();
-}
-
-/** Resolves when a slow client has drained the buffer, or has gone away. */
-function writable(raw: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off("drain", done);
-      raw.off("close", done);
-      resolve();
-    };
-    raw.once("drain", done);
-    raw.once("close", done);
-  });
 }

@@ -11,6 +11,7 @@ import { connect as netConnect } from "node:net";
 import type { SecureContext } from "node:tls";
 import type { Metadata } from "@grpc/grpc-js";
 import { grpcTimeout, MAX_TIMER_MS } from "../call/deadline.js";
+import { drained } from "../call/drained.js";
 import { Code, GrpcError } from "../call/status.js";
 import { DEFAULT_MAX_RECEIVE_LENGTH, encodeFrame, FrameDecoder } from "./grpc-frames.js";
 import { addHeaders, statusFromClose, statusFromTrailers } from "./grpc-wire-status.js";
@@ -214,19 +215,6 @@ function ignore(): void {}
 
 const EMPTY = new Uint8Array(0);
 
-/** Resolves when the stream can take more data, or has closed. */
-function drained(stream: ClientHttp2Stream): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.off("drain", done);
-      stream.off("close", done);
-      resolve();
-    };
-    stream.on("drain", done);
-    stream.on("close", done);
-  });
-}
-
 const CALL = Symbol("wire call");
 type CallStream = ClientHttp2Stream & { [CALL]: WireCall };
 
@@ -312,7 +300,7 @@ class WireCall {
           stream.end();
           return;
         }
-        if (!stream.write(encodeFrame(step.value))) await drained(stream);
+        if (!stream.write(encodeFrame(step.value))) await drained(stream, "close");
       }
     } catch (err) {
       // The requests could not be read (bad input, the HTTP client left): the call ends with that error.

@@ -8,6 +8,7 @@ import type {
   sendUnaryData,
 } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
+import { drained } from "../call/drained.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
@@ -161,25 +162,12 @@ async function writeStream(
   for await (const message of result.stream) {
     if (cancellation.cancelled) break; // the client is gone; leaving the loop ends the handler's generator
     ctx.sendHeader();
-    if (!call.write(message)) await drained(call);
+    if (!call.write(message)) await drained(call, "cancelled");
   }
   if (cancellation.cancelled) return;
   ctx.sendHeader();
   cancellation.answered = true;
   call.end(ctx.responseTrailer);
-}
-
-/** Resolves once grpc-js wants more (`drain`), or once the call is over and never will (`cancelled`). */
-function drained(call: NodeJS.EventEmitter): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      call.off("drain", done);
-      call.off("cancelled", done);
-      resolve();
-    };
-    call.on("drain", done);
-    call.on("cancelled", done);
-  });
 }
 
 /**
