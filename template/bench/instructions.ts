@@ -3,35 +3,42 @@
 // busy one. The service runs under callgrind (30-100× slower), gets a warm-up, then its counters are
 // zeroed, N requests are sent, and the count is dumped and divided by N.
 //
-//   node --import tsx bench/instructions.ts http|fastify [dist=dist] [requests=2000] [warmup=3000] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js [dist=dist] [requests=2000] [warmup=3000] [KEY=VALUE…]
 //
 // http: POST /api/v1/echo to the service (GATEWAY_MODE=in-process unless given); fastify: the same to
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
+// grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
+// (bench/servers/grpc-js.ts). Sent by h2load as in `make bench` (16 connections × 8 streams).
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { baseEnv, freePort, HTTP_BODY, ROOT, sleep } from "./lib.js";
+import { baseEnv, freePort, HTTP_BODY, h2loadArgs, ROOT, run, sleep } from "./lib.js";
 
 const [target = "", dist = "dist", nArg, warmArg, ...pairs] = process.argv.slice(2);
-if (target !== "http" && target !== "fastify")
-  throw new Error("usage: instructions.ts http|fastify [dist] [requests] [warmup] [KEY=VALUE…]");
+const targets = ["http", "fastify", "grpc", "grpc-js"];
+if (!targets.includes(target)) throw new Error("usage: instructions.ts http|fastify|grpc|grpc-js [dist] [requests] [warmup] [KEY=VALUE…]");
+const grpc = target === "grpc" || target === "grpc-js";
+/** The bare references run from source and report over IPC. */
+const reference = target === "fastify" || target === "grpc-js";
 const N = Number(nArg ?? 2000);
 const WARM = Number(warmArg ?? 3000);
 const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
 
 const port = await freePort();
 const out = path.join(os.tmpdir(), `callgrind-${process.pid}.out`);
-const args = target === "http" ? [path.join(dist, "main.js")] : ["--import", "tsx", path.join("bench", "servers", "fastify.ts")];
+const args = reference ? ["--import", "tsx", path.join("bench", "servers", `${target}.ts`)] : [path.join(dist, "main.js")];
 const serverEnv =
   target === "http"
     ? { GATEWAY_MODE: "in-process", GRPC_PORT: String(await freePort()), HTTP_PORT: String(port), ...env }
-    : { PORT: String(port), ...env };
+    : target === "grpc"
+      ? { GRPC_PORT: String(port), HTTP_PORT: String(await freePort()), ...env }
+      : { PORT: String(port), ...env };
 const child = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...args], {
   cwd: ROOT,
   env: baseEnv(serverEnv),
-  stdio: ["ignore", "ignore", "inherit", ...(target === "fastify" ? (["ipc"] as const) : [])],
+  stdio: ["ignore", "ignore", "inherit", ...(reference ? (["ipc"] as const) : [])],
 });
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
@@ -48,7 +55,14 @@ function post(): Promise<number> {
     req.end(HTTP_BODY);
   });
 }
+/** gRPC: `n` Echo calls by h2load, which fails on a non-200 (grpc-status is checked by the service's own tests). */
+async function sendGrpc(n: number): Promise<void> {
+  const out = await run("h2load", ["-n", String(n), ...h2loadArgs(port)]);
+  const m = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded/.exec(out);
+  if (Number(m?.[1]) !== n) throw new Error(`h2load: not every call succeeded:\n${out}`);
+}
 async function send(n: number): Promise<void> {
+  if (grpc) return sendGrpc(n);
   let next = 0;
   const worker = async () => {
     while (next++ < n) {
@@ -63,8 +77,8 @@ try {
   for (;;) {
     if (child.exitCode !== null) throw new Error("the server exited");
     if (
-      await post().then(
-        (s) => s === 200,
+      await (grpc ? sendGrpc(128) : post()).then(
+        (s) => s === undefined || s === 200,
         () => false,
       )
     )

@@ -3,7 +3,12 @@
 // Idle time is left out of the percentages, which are of the busy samples.
 //
 //   node --import tsx bench/pprof-top.ts cpu.pb.gz [top=25]
-import { readFileSync } from "node:fs";
+//
+// Frames of the esbuild bundle (dist/*.js) are resolved through its source map to the file they came from
+// (a package, or src/…), so the bundle's frames group like the unbundled service's.
+import { existsSync, readFileSync } from "node:fs";
+import { SourceMap } from "node:module";
+import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { Profile } from "pprof-format";
 
@@ -38,6 +43,20 @@ function fileGroup(name: string, file: string): string {
   return own && !file.includes("node_modules/") ? own[1]! : group(name, file);
 }
 
+const sourceMaps = new Map<string, SourceMap | undefined>();
+
+/** A bundle frame's original file and line (the map's sources are relative to dist/), else the frame as it is. */
+function original(file: string, line: number): [file: string, line: number] {
+  if (!/\/dist\/[^/]+\.js$/.test(file)) return [file, line];
+  if (!sourceMaps.has(file)) {
+    const map = `${file.startsWith("file:") ? fileURLToPath(file) : file}.map`;
+    sourceMaps.set(file, existsSync(map) ? new SourceMap(JSON.parse(readFileSync(map, "utf8"))) : undefined);
+  }
+  const entry = sourceMaps.get(file)?.findEntry(line - 1, 0);
+  if (!entry || !("originalSource" in entry)) return [file, line];
+  return [`/${entry.originalSource.replace(/^(\.\.\/)+/, "")}`, entry.originalLine + 1];
+}
+
 export function summarise(gzipped: Uint8Array, top = 25): Summary {
   const p = Profile.decode(gunzipSync(gzipped));
   const str = (i: number | bigint) => p.stringTable.strings[Number(i)] ?? "";
@@ -47,11 +66,11 @@ export function summarise(gzipped: Uint8Array, top = 25): Summary {
       const line = l.line[0];
       const f = line ? fns.get(Number(line.functionId)) : undefined;
       const name = f ? str(f.name) : "?";
-      const file = f ? str(f.filename) : "";
+      const [file, lineNo] = original(f ? str(f.filename) : "", Number(line?.line ?? 0));
       return [
         Number(l.id),
         {
-          self: label(name, file, Number(line?.line ?? 0)),
+          self: label(name, file, lineNo),
           group: group(name, file),
           file: fileGroup(name, file),
           idle: name === "(idle)",
