@@ -49,24 +49,35 @@ function handlerStep(info: MethodInfo, handler: AnyHandler): Next {
     case "bidi_streaming":
       return async (call): Promise<CallResult> => {
         const requests = call.requests as RequestStream;
-        const source = handler(requests as never, call.ctx) as AsyncIterable<never>;
-        return {
-          stream: (async function* () {
-            try {
-              for await (const init of source) {
-                if (requests.failed) break;
-                yield create(output, init);
-              }
-              if (requests.failed) throw requests.error;
-            } catch (err) {
-              throw requests.failed ? requests.error : err;
-            } finally {
-              void requests.return();
-            }
-          })(),
+        // An invalid request message fails the call even when the handler caught it: at its next response
+        // (its generator is then closed), or when it ends. Like server streams, one ResponseStream carries it all.
+        const toMessage = (init: unknown) => {
+          if (requests.failed) throw requests.error;
+          return create(output, init as never);
         };
+        const source = failingAtEnd(handler(requests as never, call.ctx) as AsyncIterable<unknown>, requests);
+        const stream = new ResponseStream(source, toMessage)
+          .mapError((err) => (requests.failed ? requests.error : err))
+          // Over, however it ended: whatever the client still sends is discarded (early response).
+          .onEnd(() => void requests.return());
+        return { stream };
       };
   }
+}
+
+/** The handler's responses, ending in the request stream's error instead when a request message failed. */
+function failingAtEnd(source: AsyncIterable<unknown>, requests: RequestStream): AsyncIterable<unknown> {
+  const it = source[Symbol.asyncIterator]();
+  const checkEnd = (step: IteratorResult<unknown>) => {
+    if (step.done && requests.failed) throw requests.error;
+    return step;
+  };
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => it.next().then(checkEnd),
+      return: (value?: unknown) => it.return?.(value) ?? Promise.resolve({ done: true, value }),
+    }),
+  };
 }
 
 /** The step of a method the service has no handler for: UNIMPLEMENTED, through the chain like any call. */
