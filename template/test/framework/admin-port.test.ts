@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 const NOT_FOUND = { code: Code.NOT_FOUND, message: "Not Found", details: [] };
@@ -17,7 +17,7 @@ async function notFound(url: string): Promise<void> {
 
 describe("admin port", () => {
   test("without ADMIN_PORT, /metrics and /debug/pprof/ are on the HTTP port", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     assert.equal(server.adminUrl, undefined);
     const res = await fetch(`${server.httpUrl}/metrics`);
@@ -27,7 +27,7 @@ describe("admin port", () => {
   });
 
   test("with ADMIN_PORT, the ops endpoints move there; the HTTP port answers 404 for them and keeps health and readiness", async (t) => {
-    const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    const server = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
     t.after(() => server.close());
     assert.ok(server.adminUrl);
     assert.notEqual(server.adminUrl, server.httpUrl);
@@ -50,15 +50,15 @@ describe("admin port", () => {
   });
 
   test("the admin port's /metrics counts the traffic of the HTTP and gRPC ports, not its own", async (t) => {
-    const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    const server = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
     t.after(() => server.close());
-    await server.client(ExampleService).echo({ message: "grpc" });
+    await server.client(FixtureService).echo({ message: "grpc" });
     assert.equal((await fetch(`${server.httpUrl}/metrics`)).status, 404);
     await fetch(`${server.adminUrl}/metrics`);
     const text = await (await fetch(`${server.adminUrl}/metrics`)).text();
     assert.match(
       text,
-      /^grpc_server_handled_total\{grpc_type="unary",grpc_service="example.v1.ExampleService",grpc_method="Echo",grpc_code="OK"\} 1$/m,
+      /^grpc_server_handled_total\{grpc_type="unary",grpc_service="fixture.v1.FixtureService",grpc_method="Echo",grpc_code="OK"\} 1$/m,
     );
     assert.match(
       text,
@@ -69,7 +69,7 @@ describe("admin port", () => {
   });
 
   test("DISABLE_PROMETHEUS=true with ADMIN_PORT: /metrics is 404 on both ports", async (t) => {
-    const server = await startTestServer([exampleService], { ADMIN_PORT: "0", DISABLE_PROMETHEUS: "true" });
+    const server = await startTestServer([fixtureService], { ADMIN_PORT: "0", DISABLE_PROMETHEUS: "true" });
     t.after(() => server.close());
     await notFound(`${server.adminUrl}/metrics`);
     await notFound(`${server.httpUrl}/metrics`);
@@ -81,7 +81,7 @@ describe("admin port", () => {
     const warnings = (logs: Record<string, unknown>[]) => logs.filter((l) => l.level === "warn" && /ADMIN_PORT/.test(String(l.msg)));
 
     test("with auth on and no ADMIN_PORT: exactly one warn line names /metrics, /swagger/ and /debug/pprof/ and ADMIN_PORT, and no secret", async (t) => {
-      const server = await startTestServer([exampleService], { JWT_SECRET: secret, API_KEYS: apiKey });
+      const server = await startTestServer([fixtureService], { JWT_SECRET: secret, API_KEYS: apiKey });
       t.after(() => server.close());
       const lines = warnings(server.logs);
       assert.equal(lines.length, 1, JSON.stringify(lines));
@@ -97,7 +97,7 @@ describe("admin port", () => {
     });
 
     test("it names only what is served (DISABLE_PROMETHEUS, DISABLE_DEBUG) and comes with API keys alone too", async (t) => {
-      const server = await startTestServer([exampleService], { API_KEYS: apiKey, DISABLE_PROMETHEUS: "true", DISABLE_DEBUG: "true" });
+      const server = await startTestServer([fixtureService], { API_KEYS: apiKey, DISABLE_PROMETHEUS: "true", DISABLE_DEBUG: "true" });
       t.after(() => server.close());
       assert.deepEqual(
         warnings(server.logs).map((l) => l.publicPaths),
@@ -110,7 +110,7 @@ describe("admin port", () => {
       ["ADMIN_PORT set", { JWT_SECRET: secret, ADMIN_PORT: "0" }],
     ] as const) {
       test(`no warning with ${name}`, async (t) => {
-        const server = await startTestServer([exampleService], env);
+        const server = await startTestServer([fixtureService], env);
         t.after(() => server.close());
         assert.deepEqual(warnings(server.logs), []);
       });

@@ -13,9 +13,9 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { generateKeyPair, type JWTPayload, SignJWT, UnsecuredJWT } from "jose";
 import { Code, claimsOf, defineService, requireClaims } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { EchoRequestSchema, ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 const run = promisify(execFile);
 
@@ -63,7 +63,7 @@ function httpEcho(server: TestServer, headers: Headers, message = "hi"): Promise
 
 /** The one answer to every rejection: UNAUTHENTICATED "unauthenticated"; over HTTP 401 + WWW-Authenticate: Bearer. */
 async function assertRejected(server: TestServer, headers: Headers, what: string): Promise<void> {
-  const err = await grpcError(server.client(ExampleService).echo({ message: "hi" }, { metadata: headers }));
+  const err = await grpcError(server.client(FixtureService).echo({ message: "hi" }, { metadata: headers }));
   assert.equal(err.code, Code.UNAUTHENTICATED, `gRPC, ${what}`);
   assert.equal(err.details, "unauthenticated", `gRPC, ${what}`);
   const res = await httpEcho(server, headers);
@@ -73,14 +73,14 @@ async function assertRejected(server: TestServer, headers: Headers, what: string
 }
 
 async function assertAccepted(server: TestServer, headers: Headers, what: string): Promise<void> {
-  const reply = await server.client(ExampleService).echo({ message: what }, { metadata: headers });
+  const reply = await server.client(FixtureService).echo({ message: what }, { metadata: headers });
   assert.equal(reply.message, what, `gRPC, ${what}`);
   const res = await httpEcho(server, headers, what);
   assert.equal(res.status, 200, `HTTP, ${what}: ${await res.clone().text()}`);
   assert.equal(((await res.json()) as { message: string }).message, what, `HTTP, ${what}`);
 }
 
-async function withServer(env: Record<string, string>, fn: (server: TestServer) => Promise<void>, services = [exampleService]) {
+async function withServer(env: Record<string, string>, fn: (server: TestServer) => Promise<void>, services = [fixtureService]) {
   const server = await startTestServer(services, env);
   try {
     await fn(server);
@@ -255,7 +255,7 @@ describe("tokens without exp and repeated credentials", () => {
           ...args,
           "--data-binary",
           `@${body}`,
-          `http://${server.grpcAddress}/example.v1.ExampleService/Echo`,
+          `http://${server.grpcAddress}/fixture.v1.FixtureService/Echo`,
         ]);
         return Number(/^grpc-status: (\d+)/m.exec(stdout)?.[1]);
       };
@@ -295,7 +295,7 @@ describe("API keys (API_KEYS set)", () => {
 
   test("over HTTP the x-api-key header reaches the service only when HTTP_HEADER_PREFIXES includes it", async () => {
     await withServer({ API_KEYS: KEY_1 }, async (server) => {
-      assert.equal((await server.client(ExampleService).echo({ message: "grpc" }, { metadata: { "x-api-key": KEY_1 } })).message, "grpc");
+      assert.equal((await server.client(FixtureService).echo({ message: "grpc" }, { metadata: { "x-api-key": KEY_1 } })).message, "grpc");
       const res = await httpEcho(server, { "x-api-key": KEY_1 });
       assert.equal(res.status, 401, "the header stays at the HTTP edge");
       // Grpc-Metadata-* always becomes metadata: an explicit way to send it.
@@ -344,7 +344,7 @@ describe("routes that skip auth", () => {
           "--list-methods",
           `http://${server.grpcAddress}`,
         ]);
-        assert.match(stdout, /^example\.v1\.ExampleService\/Echo$/m, "reflection answers");
+        assert.match(stdout, /^fixture\.v1\.FixtureService\/Echo$/m, "reflection answers");
         for (const p of ["/healthcheck", "/readycheck"]) assert.equal((await fetch(`${server.httpUrl}${p}`)).status, 200, p);
         // The operational routes are plain HTTP routes outside the chain: whatever they answer, it is never 401.
         for (const p of ["/metrics", "/swagger/", "/debug/pprof/"]) {
@@ -360,7 +360,7 @@ describe("routes that skip auth", () => {
 describe("per-service auth override", () => {
   test("the service's override keeps Countdown public while Echo and Fail take the global check", async () => {
     await withServer(JWT_ENV, async (server) => {
-      const client = server.client(ExampleService);
+      const client = server.client(FixtureService);
       const remaining: number[] = [];
       for await (const m of client.countdown({ from: 3 })) remaining.push(m.remaining);
       assert.deepEqual(remaining, [3, 2, 1]);
@@ -369,15 +369,15 @@ describe("per-service auth override", () => {
       assert.equal((await res.text()).trim().split("\n").length, 2);
       await assertRejected(server, {}, "Echo");
       assert.equal((await grpcError(client.fail({ code: 0 }))).code, Code.UNAUTHENTICATED, "Fail");
-      assert.equal((await client.fail({ code: 0 }, { metadata: bearer(await token()) })).$typeName, "example.v1.FailResponse");
+      assert.equal((await client.fail({ code: 0 }, { metadata: bearer(await token()) })).$typeName, "fixture.v1.FailResponse");
     });
   });
 
   test("an override decides alone: the global check is not called, and a rejection is UNAUTHENTICATED", async () => {
     let overrideCalls = 0;
-    const tenantOnly = defineService(ExampleService, {
+    const tenantOnly = defineService(FixtureService, {
       handlers: {
-        ...exampleService.handlers,
+        ...fixtureService.handlers,
         // Needs a caller: INTERNAL "missing claims" when the override let the call in without a token.
         echo: (request, ctx) => ({ message: `${request.message} from ${requireClaims(ctx).sub}` }),
       },
@@ -392,7 +392,7 @@ describe("per-service auth override", () => {
     await withServer(
       { ...JWT_ENV, HTTP_HEADER_PREFIXES: "x-tenant" },
       async (server) => {
-        const client = server.client(ExampleService);
+        const client = server.client(FixtureService);
         // Let in without any token: the global JWT check was not called, so the handler finds no claims.
         const err = await grpcError(client.echo({ message: "hi" }, { metadata: { "x-tenant": "t1" } }));
         assert.equal(err.code, Code.INTERNAL);
@@ -427,8 +427,8 @@ describe("per-service auth override", () => {
   });
 
   test("an override runs even when JWT_SECRET and API_KEYS are unset", async () => {
-    const closed = defineService(ExampleService, {
-      handlers: exampleService.handlers,
+    const closed = defineService(FixtureService, {
+      handlers: fixtureService.handlers,
       authorize: (ctx) => ctx.metadata.get("x-tenant")[0] === "t1",
     });
     await withServer(
@@ -443,9 +443,9 @@ describe("per-service auth override", () => {
 
   test("claimsOf is undefined without auth, and the default service works without credentials", async () => {
     let seen: unknown = "unset";
-    const probe = defineService(ExampleService, {
+    const probe = defineService(FixtureService, {
       handlers: {
-        ...exampleService.handlers,
+        ...fixtureService.handlers,
         echo: (request, ctx) => {
           seen = claimsOf(ctx);
           return { message: request.message };
@@ -468,12 +468,12 @@ describe("rejected calls and the rest of the chain", () => {
       assert.equal(warns.length, 4, "one warn line per rejected call (2 over gRPC, 2 over HTTP)");
       for (const w of warns) {
         assert.equal(w.level, "warn");
-        assert.equal(w.grpcMethod, "/example.v1.ExampleService/Echo");
+        assert.equal(w.grpcMethod, "/fixture.v1.FixtureService/Echo");
         assert.equal(w.reason, "invalid credentials");
       }
       assert.ok(warns.some((w) => w.httpPath === "/api/v1/echo"));
       // The bucket (burst 1) is still full: the first valid call gets its token, the next finds none.
-      const client = server.client(ExampleService);
+      const client = server.client(FixtureService);
       const valid = bearer(await token());
       assert.equal((await client.echo({ message: "first" }, { metadata: valid })).message, "first");
       assert.equal((await grpcError(client.echo({ message: "second" }, { metadata: valid }))).code, Code.RESOURCE_EXHAUSTED);
@@ -484,7 +484,7 @@ describe("rejected calls and the rest of the chain", () => {
 describe("a flood of bad credentials", () => {
   test("1,000 bad tokens write a few warn lines a second, each counting the ones dropped, and all 1,000 are counted in /metrics", async () => {
     await withServer(JWT_ENV, async (server) => {
-      const client = server.client(ExampleService);
+      const client = server.client(FixtureService);
       const bad = { metadata: bearer(await token({ secret: "forged-0123456789abcdef-0123456789abcdef" })) };
       const started = performance.now();
       for (let batch = 0; batch < 20; batch++) {
@@ -500,7 +500,7 @@ describe("a flood of bad credentials", () => {
       assert.ok(reported <= 1000 && lines.some((l) => Number(l.dropped) > 0), "later lines count the dropped ones");
       for (const l of lines) assert.equal(l.reason, "invalid credentials");
       const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
-      const labels = 'grpc_type="unary",grpc_service="example.v1.ExampleService",grpc_method="Echo"';
+      const labels = 'grpc_type="unary",grpc_service="fixture.v1.FixtureService",grpc_method="Echo"';
       assert.match(metrics, new RegExp(`^grpc_server_unauthenticated_total\\{${labels},reason="invalid"\\} 1000$`, "m"));
       assert.match(metrics, new RegExp(`^grpc_server_handled_total\\{${labels},grpc_code="Unauthenticated"\\} 1000$`, "m"));
     });
@@ -514,7 +514,7 @@ describe("secrets and credentials", () => {
     const wrongKey = "wrong-key-SENTINEL-0123456789";
     const bodies: string[] = [];
     await withServer({ ...JWT_ENV, ...KEYS_ENV, LOG_LEVEL: "debug" }, async (server) => {
-      const client = server.client(ExampleService);
+      const client = server.client(FixtureService);
       const debug = { "x-debug-log-level": "debug" };
       const calls: Headers[] = [
         { ...bearer(valid), ...debug },

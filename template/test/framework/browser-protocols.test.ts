@@ -11,10 +11,9 @@ import { type Client, Code as ConnectCode, ConnectError, createClient, type Tran
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { BadRequestSchema } from "../../src/gen/google/rpc/error_details_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 type Protocol = "connect-json" | "connect-binary" | "grpc-web-binary" | "grpc-web-json";
 
@@ -44,15 +43,15 @@ async function handled(server: TestServer, method: string, code: string): Promis
 describe("gRPC-Web and Connect on the HTTP port", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService]);
+    server = await startTestServer([fixtureService]);
   });
   after(() => server.close());
 
   for (const protocol of ["connect-json", "connect-binary", "grpc-web-binary", "grpc-web-json"] as Protocol[]) {
     describe(protocol, () => {
-      let client: Client<typeof ExampleService>;
+      let client: Client<typeof FixtureService>;
       before(() => {
-        client = createClient(ExampleService, transport(protocol, server.httpUrl));
+        client = createClient(FixtureService, transport(protocol, server.httpUrl));
       });
 
       test("Echo answers with the message and the trace ID, which the response header echoes", async () => {
@@ -109,18 +108,18 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
   }
 
   test("Connect GET serves a NO_SIDE_EFFECTS method (Echo), and only such a method", async () => {
-    const client = createClient(ExampleService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1", useHttpGet: true }));
+    const client = createClient(FixtureService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1", useHttpGet: true }));
     assert.equal((await client.echo({ message: "by GET" })).message, "by GET");
     const message = encodeURIComponent(JSON.stringify({ message: "plain GET" }));
-    const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo?connect=v1&encoding=json&message=${message}`);
+    const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo?connect=v1&encoding=json&message=${message}`);
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as { message: string }).message, "plain GET");
-    const fail = await fetch(`${server.httpUrl}/example.v1.ExampleService/Fail?connect=v1&encoding=json&message=%7B%7D`);
+    const fail = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Fail?connect=v1&encoding=json&message=%7B%7D`);
     assert.notEqual(fail.status, 200, "Fail has side effects: no GET");
   });
 
   test("Connect's error JSON carries the code name, the message and the details", async () => {
-    const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+    const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: '{"message":""}',
@@ -137,7 +136,7 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
 
   test("Connect unary: malformed JSON is invalid_argument, a body over GRPC_MAX_RECV_MSG_SIZE resource_exhausted", async () => {
     const post = (body: string | Uint8Array, type = "application/json") =>
-      fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, { method: "POST", headers: { "content-type": type }, body });
+      fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, { method: "POST", headers: { "content-type": type }, body });
     const bad = await post('{"message":');
     assert.equal(bad.status, 400);
     assert.equal(((await bad.json()) as { code: string }).code, "invalid_argument");
@@ -149,7 +148,7 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
   test("gRPC-Web text (base64) frames answer in the text form with the status in the trailer frame", async () => {
     // Echo{message:"t"}: field 1, length 1, "t".
     const frame = Buffer.from([0, 0, 0, 0, 3, 0x0a, 1, 0x74]);
-    const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+    const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
       method: "POST",
       headers: { "content-type": "application/grpc-web-text", "x-grpc-web": "1" },
       body: frame.toString("base64"), // "AAAAAAMKAXQ=": padded
@@ -165,20 +164,20 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
   });
 
   test("a gRPC-Web text body that is not base64 is INVALID_ARGUMENT, and the server keeps serving", async () => {
-    const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+    const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
       method: "POST",
       headers: { "content-type": "application/grpc-web-text", "x-grpc-web": "1" },
       body: "not base64 at all!",
     });
     const text = Buffer.from(await res.text(), "base64").toString("latin1");
     assert.match(res.headers.get("grpc-status") === "3" ? "grpc-status: 3" : text, /grpc-status: ?3\b/);
-    const ok = await createClient(ExampleService, transport("grpc-web-binary", server.httpUrl)).echo({ message: "still here" });
+    const ok = await createClient(FixtureService, transport("grpc-web-binary", server.httpUrl)).echo({ message: "still here" });
     assert.equal(ok.message, "still here");
   });
 
   test("a gRPC-Web body that is not exactly one frame is INVALID_ARGUMENT in the trailer frame", async () => {
     for (const body of [Buffer.from([0, 0, 0, 0, 9, 1, 2]), Buffer.alloc(0), Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])]) {
-      const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+      const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
         method: "POST",
         headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
         body,
@@ -196,7 +195,7 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
   test("a gRPC-Web body that goes on past its declared frame is refused at once, and only so much more is read", async () => {
     // The request is ours before fastify's body limit: without a bound here, a frame declaring 0 bytes followed by
     // an endless body would be buffered for as long as the client sends.
-    const url = new URL(`${server.httpUrl}/example.v1.ExampleService/Echo`);
+    const url = new URL(`${server.httpUrl}/fixture.v1.FixtureService/Echo`);
     const req = request(url, { method: "POST", headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" } });
     const closed = once(req, "close");
     req.on("error", () => {}); // the server closes the connection while this one is still sending
@@ -213,14 +212,14 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
     pump();
     await closed; // past the discard bound (256 KiB) the server closes the connection
     assert.ok(sent < 16 * 1024 * 1024, `the server stopped reading (${sent} bytes sent after the answer)`);
-    const client = createClient(ExampleService, createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
+    const client = createClient(FixtureService, createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }));
     assert.equal((await client.echo({ message: "still serving" })).message, "still serving");
   });
 
   test("a message over GRPC_MAX_RECV_MSG_SIZE is RESOURCE_EXHAUSTED before it is read", async () => {
     const frame = Buffer.alloc(5);
     frame.writeUInt32BE(64 * 1024 * 1024, 1);
-    const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+    const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
       method: "POST",
       headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
       body: frame,
@@ -231,10 +230,10 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
   test("each call enters the chain once: handled_total grows by one per call, whatever the protocol", async () => {
     const before = await handled(server, "Echo", "OK");
     for (const protocol of ["connect-json", "grpc-web-binary"] as Protocol[]) {
-      await createClient(ExampleService, transport(protocol, server.httpUrl)).echo({ message: "count me" });
+      await createClient(FixtureService, transport(protocol, server.httpUrl)).echo({ message: "count me" });
     }
     assert.equal(await handled(server, "Echo", "OK"), before + 2);
-    const line = server.logs.filter((l) => l.msg === "response time" && l.httpPath === "/example.v1.ExampleService/Echo").at(-1);
+    const line = server.logs.filter((l) => l.msg === "response time" && l.httpPath === "/fixture.v1.FixtureService/Echo").at(-1);
     assert.equal(line?.protocol, "grpc-web");
   });
 });
@@ -242,12 +241,12 @@ describe("gRPC-Web and Connect on the HTTP port", () => {
 describe("gRPC-Web and Connect with authentication on", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService], { API_KEYS: "k-1" });
+    server = await startTestServer([fixtureService], { API_KEYS: "k-1" });
   });
   after(() => server.close());
 
   test("a call without credentials is UNAUTHENTICATED (HTTP 401 with WWW-Authenticate for Connect), each counted once", async () => {
-    const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+    const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: '{"message":"x"}',
@@ -257,7 +256,7 @@ describe("gRPC-Web and Connect with authentication on", () => {
     assert.equal(((await res.json()) as { code: string }).code, "unauthenticated");
     for (const protocol of ["connect-binary", "grpc-web-binary"] as Protocol[]) {
       const err = ConnectError.from(
-        await createClient(ExampleService, transport(protocol, server.httpUrl))
+        await createClient(FixtureService, transport(protocol, server.httpUrl))
           .echo({ message: "x" })
           .catch((e: unknown) => e),
       );
@@ -268,7 +267,7 @@ describe("gRPC-Web and Connect with authentication on", () => {
 
   test("the API key travels as a plain header, as gRPC-Web and Connect clients send metadata", async () => {
     for (const protocol of ["connect-json", "grpc-web-binary"] as Protocol[]) {
-      const client = createClient(ExampleService, transport(protocol, server.httpUrl));
+      const client = createClient(FixtureService, transport(protocol, server.httpUrl));
       const res = await client.echo({ message: "let me in" }, { headers: { "x-api-key": "k-1" } });
       assert.equal(res.message, "let me in");
     }

@@ -3,14 +3,14 @@ import { describe, test } from "node:test";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 describe("default timeout", () => {
   test("a unary call without a deadline gets the default and ends DEADLINE_EXCEEDED (504 over HTTP)", async (t) => {
-    const server = await startTestServer([exampleService], { GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "0.2" });
+    const server = await startTestServer([fixtureService], { GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "0.2" });
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     assert.equal((await statusOf(client.echo({ message: "slow", delayMs: 5000 }))).code, Code.DEADLINE_EXCEEDED);
     const res = await fetch(`${server.httpUrl}/api/v1/echo`, {
       method: "POST",
@@ -28,9 +28,9 @@ describe("default timeout", () => {
 
 describe("rate limit", () => {
   test("calls beyond the burst are RESOURCE_EXHAUSTED, and 429 with Retry-After over HTTP", async (t) => {
-    const server = await startTestServer([exampleService], { RATE_LIMIT_PER_SECOND: "0.5", RATE_LIMIT_BURST: "2" });
+    const server = await startTestServer([fixtureService], { RATE_LIMIT_PER_SECOND: "0.5", RATE_LIMIT_BURST: "2" });
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     await client.echo({ message: "1" });
     await client.echo({ message: "2" });
     assert.equal((await statusOf(client.echo({ message: "3" }))).code, Code.RESOURCE_EXHAUSTED);
@@ -41,18 +41,18 @@ describe("rate limit", () => {
   });
 
   test("health checks are not rate limited", async (t) => {
-    const server = await startTestServer([exampleService], { RATE_LIMIT_PER_SECOND: "0.5", RATE_LIMIT_BURST: "1" });
+    const server = await startTestServer([fixtureService], { RATE_LIMIT_PER_SECOND: "0.5", RATE_LIMIT_BURST: "1" });
     t.after(() => server.close());
-    await server.client(ExampleService).echo({ message: "uses the only token" });
+    await server.client(FixtureService).echo({ message: "uses the only token" });
     for (let i = 0; i < 3; i++) assert.equal((await fetch(`${server.httpUrl}/readycheck`)).status, 200);
   });
 });
 
 describe("per-request debug logging", () => {
   test("debug: true, or the debug header, logs that call at debug; other calls stay at the global level", async (t) => {
-    const server = await startTestServer([exampleService], { LOG_LEVEL: "info" });
+    const server = await startTestServer([fixtureService], { LOG_LEVEL: "info" });
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     await client.echo({ message: "quiet", traceId: "quiet" });
     await client.echo({ message: "field", traceId: "by-field", debug: true });
     await client.echo({ message: "header", traceId: "by-header" }, { metadata: { "x-debug-log-level": "debug" } });
@@ -61,9 +61,9 @@ describe("per-request debug logging", () => {
   });
 
   test("DISABLE_DEBUG_LOG_INTERCEPTOR=true ignores the request's debug flag", async (t) => {
-    const server = await startTestServer([exampleService], { DISABLE_DEBUG_LOG_INTERCEPTOR: "true" });
+    const server = await startTestServer([fixtureService], { DISABLE_DEBUG_LOG_INTERCEPTOR: "true" });
     t.after(() => server.close());
-    await server.client(ExampleService).echo({ message: "x", debug: true });
+    await server.client(FixtureService).echo({ message: "x", debug: true });
     assert.ok(!server.logs.some((l) => l.level === "debug"));
   });
 });

@@ -3,8 +3,8 @@ import { after, before, describe, test } from "node:test";
 import { Code, defineService, GrpcError, type NamedInterceptor } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 // The README's "Your own interceptor", as written there.
 /** Calls without an x-tenant header are refused before the rest of the chain runs. */
@@ -16,9 +16,9 @@ const requireTenant: NamedInterceptor = {
   },
 };
 
-const tenantService = defineService(ExampleService, {
-  handlers: exampleService.handlers,
-  authorize: exampleService.authorize,
+const tenantService = defineService(FixtureService, {
+  handlers: fixtureService.handlers,
+  authorize: fixtureService.authorize,
   preStart(app) {
     app.prepend(requireTenant);
   },
@@ -32,9 +32,9 @@ describe("a custom interceptor prepended in preStart", () => {
   after(() => server.close());
 
   test("refuses gRPC and HTTP calls without the header, with its own status, and lets the others through", async () => {
-    const refused = await statusOf(server.client(ExampleService).echo({ message: "hi" }));
+    const refused = await statusOf(server.client(FixtureService).echo({ message: "hi" }));
     assert.deepEqual([refused.code, refused.details], [Code.INVALID_ARGUMENT, "missing x-tenant header"]);
-    const reply = await server.client(ExampleService).echo({ message: "hi" }, { metadata: { "x-tenant": "t1" } });
+    const reply = await server.client(FixtureService).echo({ message: "hi" }, { metadata: { "x-tenant": "t1" } });
     assert.equal(reply.message, "hi");
 
     const post = (headers: Record<string, string>) =>
@@ -51,7 +51,7 @@ describe("a custom interceptor prepended in preStart", () => {
 
   test("runs first: a refused call leaves no response-time line (the chain below it never ran)", async () => {
     const before = server.logs.length;
-    await statusOf(server.client(ExampleService).echo({ message: "unlogged" }));
+    await statusOf(server.client(FixtureService).echo({ message: "unlogged" }));
     assert.equal(server.logs.slice(before).filter((l) => l.msg === "response time").length, 0);
   });
 });

@@ -5,8 +5,8 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { EchoRequestSchema, ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 const THIRTY_DAYS_MS = 30 * 24 * 3600 * 1000;
 /** Long enough that a timer armed with an overflowing delay (Node fires it after 1 ms) ends the call first. */
@@ -22,7 +22,7 @@ function rawEcho(address: string, grpcTimeout: string): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     const stream = session.request({
       [constants.HTTP2_HEADER_METHOD]: "POST",
-      [constants.HTTP2_HEADER_PATH]: "/example.v1.ExampleService/Echo",
+      [constants.HTTP2_HEADER_PATH]: "/fixture.v1.FixtureService/Echo",
       "content-type": "application/grpc",
       te: "trailers",
       "grpc-timeout": grpcTimeout,
@@ -42,9 +42,9 @@ function rawEcho(address: string, grpcTimeout: string): Promise<number> {
 
 describe("deadlines longer than a timer holds (2^31-1 ms) are clamped, never expired at once", () => {
   test("over gRPC: a grpc-js client with a 30-day deadline is answered", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     const deadline = new Date(Date.now() + THIRTY_DAYS_MS);
     const response = await client.echo({ message: "thirty days", delayMs: DELAY_MS }, { deadline });
     assert.equal(response.message, "thirty days");
@@ -54,7 +54,7 @@ describe("deadlines longer than a timer holds (2^31-1 ms) are clamped, never exp
   });
 
   test("over gRPC: grpc-timeout values just above the limit, of 30 days and the largest the wire allows, are answered", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     // Longer than the 8 digits gRPC allows: grpc-js reads the first 8 digits before a unit, so they are clamped too.
     const oversized = ["12345678901234567890S", `${"9".repeat(4000)}H`];
@@ -65,14 +65,14 @@ describe("deadlines longer than a timer holds (2^31-1 ms) are clamped, never exp
   });
 
   test("over gRPC-Web: grpc-timeout of 30 days, or just above the limit, is answered", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     const payload = toBinary(EchoRequestSchema, create(EchoRequestSchema, { message: "web", delayMs: DELAY_MS }));
     const frame = Buffer.alloc(5 + payload.length);
     frame.writeUInt32BE(payload.length, 1);
     frame.set(payload, 5);
     for (const timeout of ["720H", "2147484S", "35792M", "99999999H"]) {
-      const res = await fetch(`${server.httpUrl}/example.v1.ExampleService/Echo`, {
+      const res = await fetch(`${server.httpUrl}/fixture.v1.FixtureService/Echo`, {
         method: "POST",
         headers: { "content-type": "application/grpc-web+proto", "grpc-timeout": timeout },
         body: frame,
@@ -85,7 +85,7 @@ describe("deadlines longer than a timer holds (2^31-1 ms) are clamped, never exp
 
   for (const mode of ["tcp", "unix", "in-process"] as const) {
     test(`over HTTP (gateway ${mode}): Grpc-Timeout of 30 days and of 99999999H is answered, unary and streaming`, async (t) => {
-      const server = await startTestServer([exampleService], { GATEWAY_MODE: mode });
+      const server = await startTestServer([fixtureService], { GATEWAY_MODE: mode });
       t.after(() => server.close());
       for (const timeout of ["720H", "2592000S", "99999999H"]) {
         const res = await fetch(`${server.httpUrl}/api/v1/echo`, {

@@ -8,9 +8,9 @@ import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promi
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { type Any, APP, dashboardPanels, dashboardQueries, dashboard as readDashboard } from "./deploy-files.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 const dashboard = readDashboard();
 const panels = dashboardPanels();
@@ -111,10 +111,10 @@ describe("deploy/grafana/dashboard.json", () => {
   let exposed = new Map<string, Set<string>>();
 
   before(async () => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     try {
       // Outbound client series (grpc_client_*) appear once a client exists: the service calls itself, one call retried.
-      const outbound = server.app.createClient(ExampleService, server.grpcAddress, { maxAttempts: 2 });
+      const outbound = server.app.createClient(FixtureService, server.grpcAddress, { maxAttempts: 2 });
       try {
         await outbound.echo({ message: "out" });
         await statusOf(outbound.fail({ code: Code.UNAVAILABLE }));
@@ -129,9 +129,9 @@ describe("deploy/grafana/dashboard.json", () => {
       await server.close();
     }
     // Rejection series appear with the first rejection: a service with auth on, called without credentials.
-    const authed = await startTestServer([exampleService], { JWT_SECRET: "grafana-test-secret-0123456789abcdef" });
+    const authed = await startTestServer([fixtureService], { JWT_SECRET: "grafana-test-secret-0123456789abcdef" });
     try {
-      assert.equal((await statusOf(authed.client(ExampleService).echo({ message: "no token" }))).code, Code.UNAUTHENTICATED);
+      assert.equal((await statusOf(authed.client(FixtureService).echo({ message: "no token" }))).code, Code.UNAUTHENTICATED);
       for (const [name, labels] of exposition(await (await fetch(`${authed.httpUrl}/metrics`)).text())) {
         exposed.set(name, new Set([...(exposed.get(name) ?? []), ...labels]));
       }
@@ -194,7 +194,7 @@ describe("deploy/grafana/dashboard.json", () => {
       const labelsOfExpr = new Set<string>();
       for (const { name, labels } of metrics) {
         // worker_* exist only when the service has workers; without any, the Workers row just shows no data.
-        if (name.startsWith("worker_") && (exampleService.workers ?? []).length === 0) continue;
+        if (name.startsWith("worker_") && (fixtureService.workers ?? []).length === 0) continue;
         const known = exposed.get(name);
         if (!known) {
           problems.push(`${where}: ${name} is not exposed`);

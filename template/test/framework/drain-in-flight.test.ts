@@ -17,9 +17,9 @@ import { connect } from "node:net";
 import { afterEach, test } from "node:test";
 import { setTimeout as pause } from "node:timers/promises";
 import { Code, createClient } from "../../src/framework/index.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../src/gen/grpc/health/v1/health_pb.js";
-import { killServiceProcesses, type LogLine, startServiceProcess } from "./support/service-process.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { FIXTURE_MAIN, killServiceProcesses, type LogLine, startServiceProcess } from "./support/service-process.js";
 
 const CALLS_PER_PROTOCOL = 20;
 const DRAIN_WAIT_SECONDS = 1;
@@ -122,7 +122,7 @@ async function freshHealthCheck(grpcAddress: string): Promise<ServingStatus | { 
 test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams finish, readiness fails, new connections are refused, exit 0", {
   timeout: 60_000,
 }, async (t) => {
-  const service = startServiceProcess("src/main.ts", {
+  const service = startServiceProcess(FIXTURE_MAIN, {
     GRPC_GRACEFUL_DURATION_IN_SECONDS: String(DRAIN_WAIT_SECONDS),
     SHUTDOWN_DURATION_IN_SECONDS: "15",
   });
@@ -139,7 +139,7 @@ test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams fini
     const sent = { message: `http ${i}`, traceId: `drain-http-${i}`, debug: true, delayMs: HTTP_ECHO_MS };
     return { sent, call: tracked(postJson(httpPort, "/api/v1/echo", sent, agent)) };
   });
-  const client = createClient(ExampleService, grpcAddress, { maxAttempts: 1 });
+  const client = createClient(FixtureService, grpcAddress, { maxAttempts: 1 });
   const health = createClient(Health, grpcAddress, { maxAttempts: 1 });
   t.after(() => {
     client.close();
@@ -184,7 +184,7 @@ test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams fini
   await service.waitForLog("shutting down", (l) => l.msg === "shutting down");
   assert.equal(await getStatus(httpPort, "/readycheck"), 503, "/readycheck during the drain");
   assert.equal((await health.check({ service: "" })).status, ServingStatus.NOT_SERVING, "gRPC health during the drain");
-  assert.equal((await health.check({ service: ExampleService.typeName })).status, ServingStatus.NOT_SERVING);
+  assert.equal((await health.check({ service: FixtureService.typeName })).status, ServingStatus.NOT_SERVING);
 
   // HTTP stops accepting after the drain wait, while its calls still run.
   let httpOutcome: number | string;
@@ -226,7 +226,7 @@ test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams fini
   assert.deepEqual({ code, signal }, { code: 0, signal: null }, `exit; stderr:\n${service.stderr()}`);
 
   // The service saw it the same way: every call answered OK, nothing logged as an error.
-  const okEchoes = service.logs.filter((l: LogLine) => l.msg === "response time" && l.grpcMethod === "/example.v1.ExampleService/Echo");
+  const okEchoes = service.logs.filter((l: LogLine) => l.msg === "response time" && l.grpcMethod === "/fixture.v1.FixtureService/Echo");
   assert.equal(okEchoes.filter((l) => l.grpcCode === "OK").length, 2 * CALLS_PER_PROTOCOL, "Echo calls logged OK");
   assert.deepEqual(
     service.logs.filter((l) => l.level === "error" || l.level === "fatal"),
@@ -239,9 +239,9 @@ const countdown = (from: number) => Array.from({ length: from }, (_, i) => from 
 test("a call still running when SHUTDOWN_DURATION_IN_SECONDS runs out is cut (CANCELLED); the stop still completes, exit 0", {
   timeout: 30_000,
 }, async (t) => {
-  const service = startServiceProcess("src/main.ts", { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2", SHUTDOWN_DURATION_IN_SECONDS: "2" });
+  const service = startServiceProcess(FIXTURE_MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2", SHUTDOWN_DURATION_IN_SECONDS: "2" });
   const { grpcPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number };
-  const client = createClient(ExampleService, `127.0.0.1:${grpcPort}`, { maxAttempts: 1 });
+  const client = createClient(FixtureService, `127.0.0.1:${grpcPort}`, { maxAttempts: 1 });
   t.after(() => client.close());
   const call = client.echo({ message: "too slow", traceId: "over-budget", debug: true, delayMs: 30_000 }).then(
     () => "answered",

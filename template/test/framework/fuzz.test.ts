@@ -12,8 +12,8 @@ import { Code, loadConfig } from "../../src/framework/index.js";
 import { GRPC_LIMITS } from "../../src/framework/server/grpc-server.js";
 import { createHttpServer, HTTP_LIMITS } from "../../src/framework/server/http-server.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 const REQUEST_TIMEOUT_MS = 5000;
@@ -155,7 +155,7 @@ let server: TestServer;
 let port: number;
 
 before(async () => {
-  server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: String(MAX_MESSAGE) });
+  server = await startTestServer([fixtureService], { GRPC_MAX_RECV_MSG_SIZE: String(MAX_MESSAGE) });
   port = Number(new URL(server.httpUrl).port);
 });
 after(() => server.close());
@@ -172,7 +172,7 @@ async function stillServing(): Promise<void> {
   });
   assert.equal(echo.status, 200);
   assert.equal(((await echo.json()) as { message: string }).message, "still here");
-  const reply = await server.client(ExampleService).echo({ message: "grpc still here" });
+  const reply = await server.client(FixtureService).echo({ message: "grpc still here" });
   assert.equal(reply.message, "grpc still here");
 }
 
@@ -482,8 +482,8 @@ function frame(payload: Buffer, { compressed = false, length = payload.length } 
   return Buffer.concat([head, payload]);
 }
 
-const ECHO = "/example.v1.ExampleService/Echo";
-const METHODS = [ECHO, "/example.v1.ExampleService/Countdown", "/example.v1.ExampleService/Fail"];
+const ECHO = "/fixture.v1.FixtureService/Echo";
+const METHODS = [ECHO, "/fixture.v1.FixtureService/Countdown", "/fixture.v1.FixtureService/Fail"];
 
 describe(`malformed gRPC frames (FUZZ_SEED=${SEED})`, () => {
   test("bad length prefixes: shorter or longer than the data, cut inside the prefix", async () => {
@@ -551,7 +551,7 @@ describe(`malformed gRPC frames (FUZZ_SEED=${SEED})`, () => {
 
   test("unknown methods, wrong content types and bad grpc-timeout", async () => {
     const valid = frame(Buffer.from([0x0a, 0x02, 0x68, 0x69]));
-    assert.equal((await grpcRaw("/example.v1.ExampleService/Nope", valid)).grpcStatus, Code.UNIMPLEMENTED);
+    assert.equal((await grpcRaw("/fixture.v1.FixtureService/Nope", valid)).grpcStatus, Code.UNIMPLEMENTED);
     assert.equal((await grpcRaw("/nope.Nope/Echo", valid)).grpcStatus, Code.UNIMPLEMENTED);
     assert.equal((await grpcRaw(`/${"x".repeat(5000)}`, valid)).grpcStatus, Code.UNIMPLEMENTED);
     const json = await grpcRaw(ECHO, Buffer.from('{"message":"hi"}'), { "content-type": "application/json" });

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 import { createLibrary } from "./gateway-library.js";
 
 interface RawReply {
@@ -41,7 +41,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
     const library = createLibrary();
     let server: TestServer;
     before(async () => {
-      server = await startTestServer([exampleService, library.service], { GATEWAY_MODE: mode, HTTP_HEADER_PREFIXES: "X-Tenant-" });
+      server = await startTestServer([fixtureService, library.service], { GATEWAY_MODE: mode, HTTP_HEADER_PREFIXES: "X-Tenant-" });
     });
     after(() => server.close());
     const url = (path: string) => `${server.httpUrl}${path}`;

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import type { StreamMarshaler } from "../../src/framework/gateway/marshalers.js";
 import { type App, Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 import { createLibrary } from "./gateway-library.js";
 
 const SSE = { accept: "text/event-stream" };
@@ -44,7 +44,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
     const library = createLibrary();
     let server: TestServer;
     before(async () => {
-      server = await startTestServer([exampleService, library.service], { GATEWAY_MODE: mode });
+      server = await startTestServer([fixtureService, library.service], { GATEWAY_MODE: mode });
     });
     after(() => server.close());
     const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.httpUrl}${path}`, { headers });
@@ -148,7 +148,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         stream.leave();
         const line = await logLine(server, (l) => l.msg === "response time" && l.trace === trace);
         assert.equal(line.grpcCode, "Canceled");
-        assert.equal(line.grpcMethod, "/example.v1.ExampleService/Countdown");
+        assert.equal(line.grpcMethod, "/fixture.v1.FixtureService/Countdown");
         const stoppedAfter = Date.parse(String(line["@timestamp"])) - left;
         assert.ok(stoppedAfter < 100, `handler stopped ${stoppedAfter} ms after the client left`);
       });
@@ -185,7 +185,7 @@ describe("SSE heartbeat", () => {
 
 describe("DISABLE_SSE_MARSHALER=true", () => {
   test("streams are NDJSON whatever Accept says", async (t) => {
-    const server = await startTestServer([exampleService], { DISABLE_SSE_MARSHALER: "true" });
+    const server = await startTestServer([fixtureService], { DISABLE_SSE_MARSHALER: "true" });
     t.after(() => server.close());
     const res = await fetch(`${server.httpUrl}/api/v1/countdown/1`, { headers: SSE });
     assert.equal(res.headers.get("content-type"), "application/x-ndjson");
@@ -201,7 +201,7 @@ describe("a marshaler registered from preStart", () => {
     error: (status) => `event: failure\ndata: ${status}\n\n`,
   };
   const withMarshaler = {
-    ...exampleService,
+    ...fixtureService,
     preStart(app: App) {
       app.gateway.registerMarshaler("Text/Event-Stream", numbered);
     },
@@ -224,7 +224,7 @@ describe("a marshaler registered from preStart", () => {
   }
 
   test("registration after start-up is refused, and so is a bad media type", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     assert.throws(() => server.app.gateway.registerMarshaler("text/event-stream", numbered), /before the servers start/);
     const app = (await import("../../src/framework/gateway/marshalers.js")).Marshalers;

@@ -6,9 +6,8 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { readPackageJson } from "../../src/framework/health/build-info.js";
-import { killServiceProcesses, startServiceProcess, withBusyPort } from "./support/service-process.js";
+import { FIXTURE_MAIN, killServiceProcesses, startServiceProcess, withBusyPort } from "./support/service-process.js";
 
-const MAIN = "src/main.ts";
 const TEST_TIMEOUT_MS = 30_000;
 
 afterEach(killServiceProcesses);
@@ -16,7 +15,7 @@ afterEach(killServiceProcesses);
 describe("the service process", () => {
   test("drains on SIGTERM: readiness turns 503, an in-flight request completes, exit 0", { timeout: TEST_TIMEOUT_MS }, async () => {
     // debug level makes the echo handler log "echo received", which tells us the slow call has arrived.
-    const service = startServiceProcess(MAIN, { LOG_LEVEL: "debug" });
+    const service = startServiceProcess(FIXTURE_MAIN, { LOG_LEVEL: "debug" });
     const ready = await service.waitForLog("ready", (l) => l.msg === "ready");
     const { grpcPort, httpPort } = ready as { grpcPort: number; httpPort: number };
     assert.ok(Number.isInteger(grpcPort) && grpcPort > 0, `grpcPort ${grpcPort}`);
@@ -76,12 +75,12 @@ describe("the service process", () => {
     assert.ok(shuttingDown !== -1, "logs 'shutting down'");
     assert.ok(stopped > shuttingDown, "logs 'stopped' after 'shutting down'");
     assert.ok(messages.indexOf("ready") < shuttingDown);
-    const echoLine = service.logs.find((l) => l.msg === "response time" && l.grpcMethod === "/example.v1.ExampleService/Echo");
+    const echoLine = service.logs.find((l) => l.msg === "response time" && l.grpcMethod === "/fixture.v1.FixtureService/Echo");
     assert.equal(echoLine?.grpcCode, "OK", "the drained call is logged as OK");
   });
 
   test("a bad configuration exits 1 with one stderr line per bad variable", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const service = startServiceProcess(MAIN, { GRPC_PORT: "abc", HTTP_PORT: "x" });
+    const service = startServiceProcess(FIXTURE_MAIN, { GRPC_PORT: "abc", HTTP_PORT: "x" });
     const { code } = await service.finished;
     assert.equal(code, 1);
     const lines = service
@@ -103,7 +102,7 @@ describe("the service process", () => {
 
   test("an HTTP port already in use exits 1 with a message naming the port", { timeout: TEST_TIMEOUT_MS }, async () => {
     await withBusyPort(async (port) => {
-      const service = startServiceProcess(MAIN, { HTTP_PORT: String(port) });
+      const service = startServiceProcess(FIXTURE_MAIN, { HTTP_PORT: String(port) });
       const { code } = await service.finished;
       assert.equal(code, 1);
       assert.equal(

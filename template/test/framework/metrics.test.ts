@@ -8,11 +8,11 @@ import { gzipSync } from "node:zlib";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
 import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
-const SERVICE = "example.v1.ExampleService";
+const SERVICE = "fixture.v1.FixtureService";
 const METHODS = [
   { grpc_type: "unary", grpc_method: "Echo" },
   { grpc_type: "server_stream", grpc_method: "Countdown" },
@@ -131,7 +131,7 @@ function rawGrpc(address: string, path: string, body: Buffer, headers: Record<st
 
 describe("/metrics", () => {
   test("at start-up every method has its series at 0 (handled only for OK), every route its 200 series, and nothing else", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     const m = await scrape(server.httpUrl);
     for (const { grpc_method } of METHODS) {
@@ -151,16 +151,11 @@ describe("/metrics", () => {
       assert.equal(m.value("http_server_requests_total", http(method, route, 200)), 0, `${method} ${route}`);
       assert.equal(m.value("http_server_request_duration_seconds_count", http(method, route, 200)), 0);
     }
-    // No series for the operational routes (health, /metrics, Swagger…): only gateway routes, the template's and any
-    // the service's proto added under its own API prefix.
+    // No series for the operational routes (health, /metrics, Swagger…): only the fixture's gateway routes.
     const others = m
       .find("http_server_requests_total")
       .filter((s) => !ROUTES.some(([method, route]) => s.labels.method === method && s.labels.route === route));
-    assert.deepEqual(
-      others.filter((s) => !s.labels.route?.startsWith("/api/")),
-      [],
-      "no other HTTP series",
-    );
+    assert.deepEqual(others, [], "no other HTTP series");
     const services = new Set(m.served().map((s) => s.labels.grpc_service ?? SERVICE));
     assert.deepEqual([...services], [SERVICE], "health and reflection have no series");
     assert.ok(m.find("process_cpu_user_seconds_total").length === 1, "Node process metrics are there");
@@ -169,9 +164,9 @@ describe("/metrics", () => {
   });
 
   test("gRPC and HTTP calls are counted exactly, by method and code; a stream's messages in msg_sent", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     await client.echo({ message: "one" });
     await client.echo({ message: "two" });
     assert.equal(await codeOfCall(client.fail({ code: Code.INVALID_ARGUMENT, message: "bad" })), Code.INVALID_ARGUMENT);
@@ -220,9 +215,9 @@ describe("/metrics", () => {
   });
 
   test("msg_sent counts each streamed message as it goes; a cancelled stream ends Canceled", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     const controller = new AbortController();
     const stream = client.countdown({ from: 100, intervalMs: 400 }, { signal: controller.signal })[Symbol.asyncIterator]();
     await stream.next();
@@ -242,9 +237,9 @@ describe("/metrics", () => {
   });
 
   test("the histogram has the configured buckets, and is absent with ENABLE_PROMETHEUS_GRPC_HISTOGRAM=false", async (t) => {
-    const custom = await startTestServer([exampleService], { PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: "0.5,0.001,0.1" });
+    const custom = await startTestServer([fixtureService], { PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: "0.5,0.001,0.1" });
     t.after(() => custom.close());
-    await custom.client(ExampleService).echo({ message: "hi" });
+    await custom.client(FixtureService).echo({ message: "hi" });
     const m = await scrape(custom.httpUrl);
     const buckets = m.find("grpc_server_handling_seconds_bucket", grpc("Echo"));
     assert.deepEqual(
@@ -257,16 +252,16 @@ describe("/metrics", () => {
       "cumulative",
     );
 
-    const off = await startTestServer([exampleService], { ENABLE_PROMETHEUS_GRPC_HISTOGRAM: "false" });
+    const off = await startTestServer([fixtureService], { ENABLE_PROMETHEUS_GRPC_HISTOGRAM: "false" });
     t.after(() => off.close());
-    await off.client(ExampleService).echo({ message: "hi" });
+    await off.client(FixtureService).echo({ message: "hi" });
     const n = await scrape(off.httpUrl);
     assert.doesNotMatch(n.text, /grpc_server_handling_seconds/);
     assert.equal(n.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 1, "the counters stay");
   });
 
   test("requests grpc-js refuses before the handler (undecodable, oversized, unknown compression, bad grpc-timeout, two messages) are counted once with the code the client got", async (t) => {
-    const server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
+    const server = await startTestServer([fixtureService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
     t.after(() => server.close());
     const send = (method: string, body: Buffer, headers?: Record<string, string>) =>
       rawGrpc(server.grpcAddress, `/${SERVICE}/${method}`, body, headers);
@@ -303,7 +298,7 @@ describe("/metrics", () => {
   });
 
   test("a client or bidi stream whose message grpc-js cannot read (undecodable, oversized) is counted with the code the client got, not Canceled", async (t) => {
-    const server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
+    const server = await startTestServer([fixtureService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
     t.after(() => server.close());
     const send = (method: string, body: Buffer) => rawGrpc(server.grpcAddress, `/${SERVICE}/${method}`, body);
     const one = frame(Buffer.from([0x08, 0x01])); // a valid first message: field 1 = 1
@@ -323,9 +318,9 @@ describe("/metrics", () => {
   });
 
   test("health, readiness, reflection and /metrics itself are never counted", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
-    await server.client(ExampleService).echo({ message: "warm up" });
+    await server.client(FixtureService).echo({ message: "warm up" });
     const before = (await scrape(server.httpUrl)).served();
 
     const health = server.client(Health);
@@ -349,9 +344,9 @@ describe("/metrics", () => {
   });
 
   test("rate-limit rejections are counted by method, and as started and handled ResourceExhausted", async (t) => {
-    const server = await startTestServer([exampleService], { RATE_LIMIT_PER_SECOND: "0.1", RATE_LIMIT_BURST: "1" });
+    const server = await startTestServer([fixtureService], { RATE_LIMIT_PER_SECOND: "0.1", RATE_LIMIT_BURST: "1" });
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     await client.echo({ message: "takes the only token" });
     assert.equal(await codeOfCall(client.echo({ message: "rejected" })), Code.RESOURCE_EXHAUSTED);
     assert.equal(await codeOfCall(client.fail({ code: 0 })), Code.RESOURCE_EXHAUSTED);
@@ -370,14 +365,14 @@ describe("/metrics", () => {
   for (const mode of ["tcp", "in-process"]) {
     test(`calls rejected by auth, validation and the timeout are counted started and handled with their code (gateway ${mode})`, async (t) => {
       const key = "metrics-test-api-key";
-      const server = await startTestServer([exampleService], {
+      const server = await startTestServer([fixtureService], {
         API_KEYS: key,
         HTTP_HEADER_PREFIXES: "x-api-key",
         GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS: "0.2",
         GATEWAY_MODE: mode,
       });
       t.after(() => server.close());
-      const client = server.client(ExampleService);
+      const client = server.client(FixtureService);
       const auth = { metadata: { "x-api-key": key } };
       assert.equal(await codeOfCall(client.echo({ message: "no key" })), Code.UNAUTHENTICATED);
       assert.equal((await fetch(`${server.httpUrl}/api/v1/echo/no-key`)).status, 401);
@@ -397,7 +392,7 @@ describe("/metrics", () => {
   }
 
   test("HTTP metrics carry the route template, never the raw path; unmatched requests share one label", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     for (const word of ["alpha", "beta", "gamma%2Fdelta"]) assert.equal((await fetch(`${server.httpUrl}/api/v1/echo/${word}`)).status, 200);
     assert.equal((await post(server, "/api/v1/echo", { message: "posted" })).status, 200);
@@ -414,7 +409,7 @@ describe("/metrics", () => {
   });
 
   test("an HTTP stream the client leaves mid-way is counted once, as 499, and Canceled on the gRPC side", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     const controller = new AbortController();
     const res = await fetch(`${server.httpUrl}/api/v1/countdown/100?intervalMs=50`, { signal: controller.signal });
@@ -436,13 +431,13 @@ describe("/metrics", () => {
   });
 
   test("DISABLE_PROMETHEUS=true: /metrics is 404 JSON and nothing is measured", async (t) => {
-    const server = await startTestServer([exampleService], { DISABLE_PROMETHEUS: "true" });
+    const server = await startTestServer([fixtureService], { DISABLE_PROMETHEUS: "true" });
     t.after(() => server.close());
     const res = await fetch(`${server.httpUrl}/metrics`);
     assert.equal(res.status, 404);
     assert.deepEqual(await res.json(), { code: Code.NOT_FOUND, message: "Not Found", details: [] });
     assert.equal(server.app.metrics, undefined);
     assert.ok(!server.app.interceptorNames().includes("metrics"));
-    assert.equal((await server.client(ExampleService).echo({ message: "still served" })).message, "still served");
+    assert.equal((await server.client(FixtureService).echo({ message: "still served" })).message, "still served");
   });
 });

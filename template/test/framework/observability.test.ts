@@ -7,8 +7,8 @@ import { context, propagation, trace } from "@opentelemetry/api";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 /** A loopback HTTP receiver that hands each request body to the test as it arrives. */
 async function receiver() {
@@ -41,9 +41,9 @@ async function receiver() {
 
 describe("error notification", () => {
   test("server errors (Internal, Unavailable…) are reported with the trace ID and stack; client errors are not", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
-    const client = server.client(ExampleService);
+    const client = server.client(FixtureService);
     assert.equal((await statusOf(client.fail({ panic: true }, { metadata: { "x-trace-id": "boom-trace" } }))).code, Code.INTERNAL);
     assert.equal(
       (await statusOf(client.fail({ code: Code.UNAVAILABLE, message: "down" }, { metadata: { "x-trace-id": "down-trace" } }))).code,
@@ -59,21 +59,21 @@ describe("error notification", () => {
     assert.deepEqual(reports.map((r) => r.trace).sort(), ["boom-trace", "down-trace"]);
     const boom = reports.find((r) => r.trace === "boom-trace")!;
     assert.match(JSON.stringify(boom.err), /panic requested by Fail/);
-    assert.match(JSON.stringify(boom.err), /example-service\.ts/, "with the original stack");
-    assert.equal(boom.grpcMethod, "/example.v1.ExampleService/Fail");
+    assert.match(JSON.stringify(boom.err), /fixture-service\.ts/, "with the original stack");
+    assert.equal(boom.grpcMethod, "/fixture.v1.FixtureService/Fail");
   });
 
   test("with SENTRY_DSN the report reaches Sentry's envelope endpoint with the trace ID as a tag", async (t) => {
     const sentry = await receiver();
     t.after(() => sentry.close());
-    const server = await startTestServer([exampleService], { SENTRY_DSN: `http://publickey@127.0.0.1:${sentry.port}/42` });
+    const server = await startTestServer([fixtureService], { SENTRY_DSN: `http://publickey@127.0.0.1:${sentry.port}/42` });
     t.after(() => server.close());
-    (await statusOf(server.client(ExampleService).fail({ panic: true }, { metadata: { "x-trace-id": "sentry-trace" } }))).code;
+    (await statusOf(server.client(FixtureService).fail({ panic: true }, { metadata: { "x-trace-id": "sentry-trace" } }))).code;
     const envelope = await sentry.waitFor((b) => b.url.startsWith("/api/42/envelope/"));
     const text = envelope.body.toString();
     assert.match(text, /panic requested by Fail/);
     assert.match(text, /"trace_id":"sentry-trace"/);
-    assert.match(text, /"grpc_method":"\/example.v1.ExampleService\/Fail"/);
+    assert.match(text, /"grpc_method":"\/fixture.v1.FixtureService\/Fail"/);
   });
 });
 
@@ -94,11 +94,11 @@ describe("tracing", () => {
       context.disable();
       await otlp.close();
     });
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     const parentTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
     await server
-      .client(ExampleService)
+      .client(FixtureService)
       .echo({ message: "traced" }, { metadata: { traceparent: `00-${parentTrace}-00f067aa0ba902b7-01`, "x-trace-id": "otel-trace" } });
     const res = await fetch(`${server.httpUrl}/api/v1/echo/via-http`, {
       headers: { traceparent: `00-${parentTrace}-00f067aa0ba902b8-01` },
@@ -110,8 +110,8 @@ describe("tracing", () => {
         r.scopeSpans.flatMap((s) => s.spans),
       );
     const allSpans = () => otlp.bodies.filter((b) => b.url === "/v1/traces").flatMap(spansOf);
-    await otlp.waitFor(() => allSpans().filter((s) => s.name === "example.v1.ExampleService/Echo").length >= 2);
-    const spans = allSpans().filter((s) => s.name === "example.v1.ExampleService/Echo");
+    await otlp.waitFor(() => allSpans().filter((s) => s.name === "fixture.v1.FixtureService/Echo").length >= 2);
+    const spans = allSpans().filter((s) => s.name === "fixture.v1.FixtureService/Echo");
     for (const span of spans) {
       assert.equal(span.traceId, parentTrace);
       assert.equal(span.kind, 2, "SPAN_KIND_SERVER");
@@ -121,7 +121,7 @@ describe("tracing", () => {
   });
 
   test("without an OTLP endpoint the tracing interceptor is not in the chain", async (t) => {
-    const server = await startTestServer([exampleService]);
+    const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     assert.ok(!server.app.interceptorNames().includes("tracing"));
   });

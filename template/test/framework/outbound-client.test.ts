@@ -3,16 +3,16 @@ import { test } from "node:test";
 import { Code, createClient, defineService, GrpcError } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 test("the outbound client forwards trace ID and debug switch, caps the deadline, and retries UNAVAILABLE", async (t) => {
   const seen: { traceId: string; debug: boolean; deadline: number }[] = [];
   let failuresLeft = 2;
   const downstream = await startTestServer([
-    defineService(ExampleService, {
+    defineService(FixtureService, {
       handlers: {
-        ...exampleService.handlers, // every method of the service's proto, whatever it has: this test needs only echo
+        ...fixtureService.handlers, // every method of the fixture; this test needs only echo
         echo(request, ctx) {
           seen.push({ traceId: ctx.traceId, debug: ctx.debug, deadline: ctx.deadline });
           if (request.message === "flaky" && failuresLeft-- > 0) throw new GrpcError(Code.UNAVAILABLE, "try again");
@@ -24,13 +24,13 @@ test("the outbound client forwards trace ID and debug switch, caps the deadline,
     }),
   ]);
   t.after(() => downstream.close());
-  const next = createClient(ExampleService, downstream.grpcAddress);
+  const next = createClient(FixtureService, downstream.grpcAddress);
   t.after(() => next.close());
 
   const upstream = await startTestServer([
-    defineService(ExampleService, {
+    defineService(FixtureService, {
       handlers: {
-        ...exampleService.handlers, // every method of the service's proto, whatever it has: this test needs only echo
+        ...fixtureService.handlers, // every method of the fixture; this test needs only echo
         async echo(request) {
           return next.echo({ message: request.message });
         },
@@ -40,7 +40,7 @@ test("the outbound client forwards trace ID and debug switch, caps the deadline,
     }),
   ]);
   t.after(() => upstream.close());
-  const client = upstream.client(ExampleService);
+  const client = upstream.client(FixtureService);
 
   const deadline = Date.now() + 5000;
   const res = await client.echo({ message: "hop", debug: true }, { metadata: { "x-trace-id": "hop-trace" }, deadline });
@@ -74,7 +74,7 @@ async function scrape(httpUrl: string): Promise<string> {
   return res.text();
 }
 
-const SERVICE = "example.v1.ExampleService";
+const SERVICE = "fixture.v1.FixtureService";
 const unary = (method: string, extra: Record<string, string> = {}) => ({
   grpc_type: "unary",
   grpc_service: SERVICE,
@@ -87,9 +87,9 @@ const stream = (method: string, extra: Record<string, string> = {}) => ({ ...una
 async function startDownstream(t: { after(fn: () => unknown): void }) {
   const state = { failuresLeft: 0 };
   const server = await startTestServer([
-    defineService(ExampleService, {
+    defineService(FixtureService, {
       handlers: {
-        ...exampleService.handlers, // every method of the service's proto, whatever it has: this test needs only echo
+        ...fixtureService.handlers, // every method of the fixture; this test needs only echo
         echo(request) {
           if (request.message === "flaky" && state.failuresLeft-- > 0) throw new GrpcError(Code.UNAVAILABLE, "try again");
           return { message: request.message };
@@ -109,9 +109,9 @@ async function startDownstream(t: { after(fn: () => unknown): void }) {
 
 test("app.createClient counts its calls in grpc_client_*: by method and code, messages each way, retries, latency", async (t) => {
   const { server: downstream, state } = await startDownstream(t);
-  const service = await startTestServer([exampleService]);
+  const service = await startTestServer([fixtureService]);
   t.after(() => service.close());
-  const client = service.app.createClient(ExampleService, downstream.grpcAddress);
+  const client = service.app.createClient(FixtureService, downstream.grpcAddress);
   t.after(() => client.close());
 
   const before = await scrape(service.httpUrl);
@@ -164,10 +164,10 @@ test("app.createClient counts its calls in grpc_client_*: by method and code, me
 
 test("a client's cancelled stream is counted Canceled, and clients of the same service share their series", async (t) => {
   const { server: downstream } = await startDownstream(t);
-  const service = await startTestServer([exampleService]);
+  const service = await startTestServer([fixtureService]);
   t.after(() => service.close());
-  const first = service.app.createClient(ExampleService, downstream.grpcAddress);
-  const second = service.app.createClient(ExampleService, downstream.grpcAddress);
+  const first = service.app.createClient(FixtureService, downstream.grpcAddress);
+  const second = service.app.createClient(FixtureService, downstream.grpcAddress);
   t.after(() => {
     first.close();
     second.close();
@@ -188,12 +188,12 @@ test("a client's cancelled stream is counted Canceled, and clients of the same s
 
 test("the client histogram follows ENABLE_PROMETHEUS_GRPC_HISTOGRAM and its buckets; DISABLE_PROMETHEUS measures nothing", async (t) => {
   const { server: downstream } = await startDownstream(t);
-  const withBuckets = await startTestServer([exampleService], { PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: "0.5,5" });
-  const withoutHistogram = await startTestServer([exampleService], { ENABLE_PROMETHEUS_GRPC_HISTOGRAM: "false" });
-  const disabled = await startTestServer([exampleService], { DISABLE_PROMETHEUS: "true" });
+  const withBuckets = await startTestServer([fixtureService], { PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: "0.5,5" });
+  const withoutHistogram = await startTestServer([fixtureService], { ENABLE_PROMETHEUS_GRPC_HISTOGRAM: "false" });
+  const disabled = await startTestServer([fixtureService], { DISABLE_PROMETHEUS: "true" });
   t.after(() => Promise.all([withBuckets.close(), withoutHistogram.close(), disabled.close()]));
   for (const service of [withBuckets, withoutHistogram, disabled]) {
-    const client = service.app.createClient(ExampleService, downstream.grpcAddress);
+    const client = service.app.createClient(FixtureService, downstream.grpcAddress);
     t.after(() => client.close());
     assert.equal((await client.echo({ message: "counted?" })).message, "counted?");
   }

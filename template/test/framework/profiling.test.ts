@@ -8,17 +8,17 @@ import { SignJWT } from "jose";
 import { Profile } from "pprof-format";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 function strings(profile: Profile, ids: (number | bigint)[]): string[] {
   return ids.map((id) => profile.stringTable.strings[Number(id)] ?? "");
 }
 
 test("/debug/pprof/profile returns a gzipped pprof CPU profile with the service's own frames", async (t) => {
-  const server = await startTestServer([exampleService]);
+  const server = await startTestServer([fixtureService]);
   t.after(() => server.close());
-  const client = server.client(ExampleService);
+  const client = server.client(FixtureService);
   const profiling = fetch(`${server.httpUrl}/debug/pprof/profile?seconds=1`);
   // Keep the process busy while it samples, so the profile has the chain's frames in it.
   const until = Date.now() + 900;
@@ -53,7 +53,7 @@ test("/debug/pprof/profile returns a gzipped pprof CPU profile with the service'
 });
 
 test("one CPU profile at a time (409), and seconds is bounded (400)", async (t) => {
-  const server = await startTestServer([exampleService]);
+  const server = await startTestServer([fixtureService]);
   t.after(() => server.close());
   // Two at once: whichever arrives second finds the profiler busy.
   const both = await Promise.all([1, 2].map(() => fetch(`${server.httpUrl}/debug/pprof/profile?seconds=1`)));
@@ -67,7 +67,7 @@ test("one CPU profile at a time (409), and seconds is bounded (400)", async (t) 
 });
 
 test("/debug/pprof/heap is pprof with in-use objects and bytes; ?debug=1 is a text summary", async (t) => {
-  const server = await startTestServer([exampleService]);
+  const server = await startTestServer([fixtureService]);
   t.after(() => server.close());
   const res = await fetch(`${server.httpUrl}/debug/pprof/heap`);
   assert.equal(res.status, 200);
@@ -85,7 +85,7 @@ test("/debug/pprof/heap is pprof with in-use objects and bytes; ?debug=1 is a te
 });
 
 test("a flood of /debug/pprof/heap requests is answered by one profile (each costs the event loop ~100 ms)", async (t) => {
-  const server = await startTestServer([exampleService]);
+  const server = await startTestServer([fixtureService]);
   t.after(() => server.close());
   const flood = await Promise.all(
     Array.from({ length: 50 }, async () => {
@@ -112,7 +112,7 @@ async function bodyOf(res: IncomingMessage): Promise<Buffer> {
 
 for (const admin of [false, true]) {
   test(`the HTTP port never serves the heap snapshot: 404 JSON and not in the index (${admin ? "with" : "without"} ADMIN_PORT)`, async (t) => {
-    const server = await startTestServer([exampleService], admin ? { ADMIN_PORT: "0" } : {});
+    const server = await startTestServer([fixtureService], admin ? { ADMIN_PORT: "0" } : {});
     t.after(() => server.close());
     for (const path of [
       "/debug/pprof/heapsnapshot",
@@ -138,7 +138,7 @@ async function snapshotWhenFree(url: string): Promise<Response> {
 }
 
 test("the admin port streams a V8 heap snapshot, one at a time: 409 JSON while one is being sent", async (t) => {
-  const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+  const server = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
   t.after(() => server.close());
   const url = `${server.adminUrl}/debug/pprof/heapsnapshot`;
   // The first one's body stays unread: tens of MB, more than the sockets buffer, so its response cannot end.
@@ -157,7 +157,7 @@ test("the admin port streams a V8 heap snapshot, one at a time: 409 JSON while o
 });
 
 test("a client that leaves mid-snapshot frees it for the next one and the process keeps serving", async (t) => {
-  const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+  const server = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
   t.after(() => server.close());
   const url = `${server.adminUrl}/debug/pprof/heapsnapshot`;
   const first = await getPaused(url);
@@ -172,14 +172,14 @@ test("a client that leaves mid-snapshot frees it for the next one and the proces
 test("CPU and heap profiles hold neither JWT_SECRET nor an API key (the heap snapshot does: admin port only)", async (t) => {
   const secret = `jwt-secret-${randomBytes(24).toString("hex")}`;
   const apiKey = `api-key-${randomBytes(24).toString("hex")}`;
-  const server = await startTestServer([exampleService], {
+  const server = await startTestServer([fixtureService], {
     JWT_SECRET: secret,
     API_KEYS: apiKey,
     HTTP_HEADER_PREFIXES: "x-api-key",
     ADMIN_PORT: "0",
   });
   t.after(() => server.close());
-  const client = server.client(ExampleService);
+  const client = server.client(FixtureService);
   const token = await new SignJWT({ sub: "alice" })
     .setProtectedHeader({ alg: "HS256" })
     .setExpirationTime("1h")
@@ -215,12 +215,12 @@ test("CPU and heap profiles hold neither JWT_SECRET nor an API key (the heap sna
 });
 
 test("the index lists the profiles; DISABLE_DEBUG=true removes them all (404)", async (t) => {
-  const on = await startTestServer([exampleService]);
+  const on = await startTestServer([fixtureService]);
   t.after(() => on.close());
   const index = await fetch(`${on.httpUrl}/debug/pprof/`);
   assert.equal(index.status, 200);
   assert.match(await index.text(), /href="heap"/);
-  const off = await startTestServer([exampleService], { DISABLE_DEBUG: "true" });
+  const off = await startTestServer([fixtureService], { DISABLE_DEBUG: "true" });
   t.after(() => off.close());
   for (const path of ["/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/profile?seconds=1"]) {
     assert.equal((await fetch(`${off.httpUrl}${path}`)).status, 404, path);
@@ -228,7 +228,7 @@ test("the index lists the profiles; DISABLE_DEBUG=true removes them all (404)", 
 });
 
 test("with ADMIN_PORT the profiles move to the admin port and the HTTP port answers 404", async (t) => {
-  const server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+  const server = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
   t.after(() => server.close());
   assert.equal((await fetch(`${server.adminUrl}/debug/pprof/`)).status, 200);
   assert.equal((await fetch(`${server.httpUrl}/debug/pprof/`)).status, 404);

@@ -14,7 +14,7 @@ import {
   ServerReflectionRequestSchema,
   type ServerReflectionResponse,
 } from "../../src/gen/grpc/reflection/v1/reflection_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 import { createLibrary } from "./gateway-library.js";
 
 const run = promisify(execFile);
@@ -27,16 +27,16 @@ async function bufCurl(...args: string[]): Promise<string> {
 
 let server: TestServer;
 before(async () => {
-  server = await startTestServer([exampleService]);
+  server = await startTestServer([fixtureService]);
 });
 after(() => server.close());
 
 test("reflection lists the service's methods and the health service", async () => {
   const methods = (await bufCurl("--list-methods", `http://${server.grpcAddress}`)).trim().split("\n");
   for (const m of [
-    "example.v1.ExampleService/Echo",
-    "example.v1.ExampleService/Countdown",
-    "example.v1.ExampleService/Fail",
+    "fixture.v1.FixtureService/Echo",
+    "fixture.v1.FixtureService/Countdown",
+    "fixture.v1.FixtureService/Fail",
     "grpc.health.v1.Health/Check",
     "grpc.health.v1.Health/Watch",
   ]) {
@@ -49,7 +49,7 @@ test("buf curl calls Health/Check and Echo through reflection", async () => {
     status: "SERVING",
   });
   const echo = JSON.parse(
-    await bufCurl(`http://${server.grpcAddress}/example.v1.ExampleService/Echo`, "-d", '{"message":"via reflection"}'),
+    await bufCurl(`http://${server.grpcAddress}/fixture.v1.FixtureService/Echo`, "-d", '{"message":"via reflection"}'),
   );
   assert.equal(echo.message, "via reflection");
 });
@@ -57,7 +57,7 @@ test("buf curl calls Health/Check and Echo through reflection", async () => {
 test("both reflection protocols answer: v1 and v1alpha", async () => {
   for (const protocol of ["grpc-v1", "grpc-v1alpha"]) {
     const services = await bufCurl("--reflect-protocol", protocol, "--list-services", `http://${server.grpcAddress}`);
-    assert.match(services, /^example\.v1\.ExampleService$/m, protocol);
+    assert.match(services, /^fixture\.v1\.FixtureService$/m, protocol);
   }
 });
 
@@ -71,10 +71,10 @@ test("reflection serves the real descriptors, custom options included, and NOT_F
     return response.messageResponse;
   };
   try {
-    const found = await ask({ case: "fileContainingSymbol", value: "example.v1.ExampleService.Echo" });
+    const found = await ask({ case: "fileContainingSymbol", value: "fixture.v1.FixtureService.Echo" });
     assert.equal(found.case, "fileDescriptorResponse");
     const files = found.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b));
-    assert.equal(files[0]?.name, "example/v1/example.proto");
+    assert.equal(files[0]?.name, "fixture/v1/fixture.proto");
     assert.ok(
       files.some((f) => f.name === "google/api/annotations.proto"),
       "dependencies come along",

@@ -12,8 +12,8 @@ import { connect, type Socket } from "node:net";
 import { test } from "node:test";
 import { defineService } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 interface RawResponse {
   status: number;
@@ -72,9 +72,9 @@ test("a request on a kept-alive connection after HTTP began closing: 503 UNAVAIL
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   // Echo held open until the test releases it: the call in flight that keeps the connection busy.
-  const held = defineService(ExampleService, {
+  const held = defineService(FixtureService, {
     handlers: {
-      ...exampleService.handlers,
+      ...fixtureService.handlers,
       async echo(request) {
         entered();
         await released;

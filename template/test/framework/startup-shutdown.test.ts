@@ -8,12 +8,11 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 import { defineService } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
-import { killServiceProcesses, type LogLine, startServiceProcess, withBusyPort } from "./support/service-process.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
+import { FIXTURE_MAIN, killServiceProcesses, type LogLine, startServiceProcess, withBusyPort } from "./support/service-process.js";
 
-const FIXTURE = "test/framework/fixtures/lifecycle-service.ts";
-const MAIN = "src/main.ts";
+const LIFECYCLE_FIXTURE = "test/framework/fixtures/lifecycle-service.ts";
 const TIMEOUT = { timeout: 30_000 };
 
 afterEach(killServiceProcesses);
@@ -38,7 +37,11 @@ const at = (logs: LogLine[], match: (l: LogLine) => boolean) => Date.parse(Strin
 describe("start-up and shutdown order", () => {
   test("hooks, ready, drain wait, workers, servers, stop hooks: exactly in the documented order, exit 0", TIMEOUT, async () => {
     const [httpPort, adminPort] = [await freePort(), await freePort()];
-    const svc = start(FIXTURE, { HTTP_PORT: String(httpPort), ADMIN_PORT: String(adminPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.6" });
+    const svc = start(LIFECYCLE_FIXTURE, {
+      HTTP_PORT: String(httpPort),
+      ADMIN_PORT: String(adminPort),
+      GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.6",
+    });
     await svc.waitForLog("ready", (l) => l.msg === "ready");
     svc.child.kill("SIGTERM");
     const { code } = await svc.finished;
@@ -75,7 +78,7 @@ describe("start-up and shutdown order", () => {
   });
 
   test("every hook is optional: the plain service starts and stops cleanly", TIMEOUT, async () => {
-    const svc = start(MAIN, {});
+    const svc = start(FIXTURE_MAIN, {});
     await svc.waitForLog("ready", (l) => l.msg === "ready");
     svc.child.kill("SIGINT");
     const { code } = await svc.finished;
@@ -88,7 +91,7 @@ describe("start-up and shutdown order", () => {
   });
 
   test("a preStart error aborts start-up: exit 1 with its message, nothing listens, no later hook runs", TIMEOUT, async () => {
-    const svc = start(FIXTURE, { FIXTURE_FAIL_PRE_START: "database unreachable at db:5432" });
+    const svc = start(LIFECYCLE_FIXTURE, { FIXTURE_FAIL_PRE_START: "database unreachable at db:5432" });
     const { code } = await svc.finished;
     assert.equal(code, 1);
     const fatal = svc.logs.find((l) => l.level === "fatal");
@@ -98,7 +101,7 @@ describe("start-up and shutdown order", () => {
   });
 
   test("the budget covers the whole stop: a preStop that never returns is cut at SHUTDOWN_DURATION_IN_SECONDS", TIMEOUT, async () => {
-    const svc = start(FIXTURE, {
+    const svc = start(LIFECYCLE_FIXTURE, {
       FIXTURE_HANG_PRE_STOP: "1",
       GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2",
       SHUTDOWN_DURATION_IN_SECONDS: "1.5",
@@ -128,7 +131,7 @@ describe("start-up and shutdown order", () => {
   });
 
   test("a second signal during the drain exits 1 at once", TIMEOUT, async () => {
-    const svc = start(MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "10", SHUTDOWN_DURATION_IN_SECONDS: "20" });
+    const svc = start(FIXTURE_MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "10", SHUTDOWN_DURATION_IN_SECONDS: "20" });
     await svc.waitForLog("ready", (l) => l.msg === "ready");
     svc.child.kill("SIGTERM");
     await svc.waitForLog("shutting down", (l) => l.msg === "shutting down");
@@ -147,8 +150,8 @@ describe("start-up and shutdown order", () => {
 
   test("a hook that throws during shutdown is logged, the other steps still run, and stop() rejects at the end", TIMEOUT, async () => {
     const ran: string[] = [];
-    const service = defineService(ExampleService, {
-      handlers: exampleService.handlers,
+    const service = defineService(FixtureService, {
+      handlers: fixtureService.handlers,
       preStop() {
         ran.push("preStop");
         throw new Error("deregistration failed");
@@ -174,7 +177,7 @@ describe("configuration checked at start-up", () => {
   ]) {
     test(`a ${listener.name} port already in use exits 1 with a line naming the port`, TIMEOUT, () =>
       withBusyPort(async (port) => {
-        const svc = start(MAIN, { [listener.variable]: String(port) });
+        const svc = start(FIXTURE_MAIN, { [listener.variable]: String(port) });
         const { code } = await svc.finished;
         assert.equal(code, 1);
         assert.equal(
@@ -196,7 +199,7 @@ describe("configuration checked at start-up", () => {
     "grpc-js's own lines (GRPC_VERBOSITY, GRPC_TRACE) are JSON lines tagged component grpc-js, not text on stderr",
     TIMEOUT,
     async () => {
-      const svc = start(MAIN, { GRPC_VERBOSITY: "DEBUG", GRPC_TRACE: "server" });
+      const svc = start(FIXTURE_MAIN, { GRPC_VERBOSITY: "DEBUG", GRPC_TRACE: "server" });
       await svc.waitForLog("ready", (l) => l.msg === "ready");
       svc.child.kill("SIGTERM");
       assert.equal((await svc.finished).code, 0);
@@ -210,7 +213,7 @@ describe("configuration checked at start-up", () => {
   );
 
   test("a variable that looks like a misspelt setting is a warning, logged once, and the service still starts", TIMEOUT, async () => {
-    const svc = start(MAIN, { GRPC_PROT: "9000", DISABLE_PROMETEUS: "true", GRPC_TRACE: "", HTTP_PROXY: "http://proxy:3128" });
+    const svc = start(FIXTURE_MAIN, { GRPC_PROT: "9000", DISABLE_PROMETEUS: "true", GRPC_TRACE: "", HTTP_PROXY: "http://proxy:3128" });
     await svc.waitForLog("ready", (l) => l.msg === "ready");
     svc.child.kill("SIGTERM");
     assert.equal((await svc.finished).code, 0);
@@ -227,7 +230,7 @@ describe("configuration checked at start-up", () => {
   });
 
   test("bad values and cross-check failures are reported together, one stderr line each", TIMEOUT, async () => {
-    const svc = start(MAIN, {
+    const svc = start(FIXTURE_MAIN, {
       GRPC_PORT: "abc",
       GRPC_GRACEFUL_DURATION_IN_SECONDS: "9",
       SHUTDOWN_DURATION_IN_SECONDS: "5",

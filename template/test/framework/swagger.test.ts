@@ -5,9 +5,9 @@ import { after, before, describe, test } from "node:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { readPackageJson } from "../../src/framework/health/build-info.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
-const DOC = "/swagger/example.swagger.json";
+const DOC = "/swagger/fixture.swagger.json";
 
 type Doc = {
   paths: Record<string, Record<string, { parameters: Record<string, unknown>[]; [k: string]: unknown }>>;
@@ -44,11 +44,11 @@ function freePort(): Promise<number> {
 describe("Swagger on the HTTP port", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService]);
+    server = await startTestServer([fixtureService]);
   });
   after(() => server.close());
 
-  test("the OpenAPI document of ExampleService is valid and describes its routes", async () => {
+  test("the OpenAPI document of FixtureService is valid and describes its routes", async () => {
     const res = await fetch(`${server.httpUrl}${DOC}`);
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
@@ -58,7 +58,7 @@ describe("Swagger on the HTTP port", () => {
     assert.equal(doc.swagger, "2.0");
     assert.deepEqual((doc.info as { title: string }).title, readPackageJson().name);
     assert.deepEqual(doc.paths["/api/v1/echo"]!.post!.parameters, [
-      { name: "body", in: "body", required: true, schema: { $ref: "#/definitions/example.v1.EchoRequest" } },
+      { name: "body", in: "body", required: true, schema: { $ref: "#/definitions/fixture.v1.EchoRequest" } },
     ]);
     assert.deepEqual(doc.paths["/api/v1/echo/{message}"]!.get!.parameters[0], {
       name: "message",
@@ -71,7 +71,7 @@ describe("Swagger on the HTTP port", () => {
     const countdown = doc.paths["/api/v1/countdown/{from}"]!.get!;
     assert.equal(countdown["x-stream"], "server");
     assert.deepEqual(countdown.produces, ["application/x-ndjson", "text/event-stream"]);
-    assert.deepEqual(doc.definitions["example.v1.EchoResponse"]!.properties.receivedAt, {
+    assert.deepEqual(doc.definitions["fixture.v1.EchoResponse"]!.properties.receivedAt, {
       type: "string",
       format: "date-time",
       description: "RFC 3339 timestamp, e.g. 2026-01-02T03:04:05.678Z",
@@ -95,7 +95,7 @@ describe("Swagger on the HTTP port", () => {
     assert.doesNotMatch(html, /https?:\/\//, "no external resources");
 
     const init = await (await fetch(`${server.httpUrl}/swagger/swagger-initializer.js`)).text();
-    assert.match(init, /url: "\.\/example\.swagger\.json"/);
+    assert.match(init, /url: "\.\/fixture\.swagger\.json"/);
     assert.match(init, /validatorUrl: null/);
 
     const bundle = await fetch(`${server.httpUrl}/swagger/swagger-ui-bundle.js`);
@@ -145,7 +145,7 @@ describe("Swagger on the HTTP port", () => {
 
 describe("Swagger with auth on", () => {
   test("JWT and API keys add security schemes, applied to every operation", async () => {
-    const server = await startTestServer([exampleService], { JWT_SECRET: "0123456789abcdef0123456789abcdef", API_KEYS: "k1,k2" });
+    const server = await startTestServer([fixtureService], { JWT_SECRET: "0123456789abcdef0123456789abcdef", API_KEYS: "k1,k2" });
     try {
       const doc = (await (await fetch(`${server.httpUrl}${DOC}`)).json()) as Doc;
       await SwaggerParser.validate(structuredClone(doc) as never);
@@ -159,7 +159,7 @@ describe("Swagger with auth on", () => {
   });
 
   test("API keys alone: the x-api-key scheme, plain when the gateway forwards the header", async () => {
-    const server = await startTestServer([exampleService], { API_KEYS: "k1", HTTP_HEADER_PREFIXES: "X-Api-Key" });
+    const server = await startTestServer([fixtureService], { API_KEYS: "k1", HTTP_HEADER_PREFIXES: "X-Api-Key" });
     try {
       const doc = (await (await fetch(`${server.httpUrl}${DOC}`)).json()) as Doc;
       assert.deepEqual(doc.securityDefinitions, {
@@ -172,7 +172,7 @@ describe("Swagger with auth on", () => {
   });
 
   test("JWT alone adds only the bearer scheme", async () => {
-    const server = await startTestServer([exampleService], { JWT_SECRET: "0123456789abcdef0123456789abcdef" });
+    const server = await startTestServer([fixtureService], { JWT_SECRET: "0123456789abcdef0123456789abcdef" });
     try {
       const doc = (await (await fetch(`${server.httpUrl}${DOC}`)).json()) as Doc;
       assert.deepEqual(doc.securityDefinitions, {
@@ -187,7 +187,7 @@ describe("Swagger with auth on", () => {
 describe("Swagger with ADMIN_PORT", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    server = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
   });
   after(() => server.close());
 
@@ -207,7 +207,7 @@ describe("Swagger with ADMIN_PORT", () => {
 
   test("with a fixed HTTP port the document names it as the API host (from a well-formed Host only)", async () => {
     const port = await freePort();
-    const fixed = await startTestServer([exampleService], { ADMIN_PORT: "0", HTTP_PORT: String(port) });
+    const fixed = await startTestServer([fixtureService], { ADMIN_PORT: "0", HTTP_PORT: String(port) });
     try {
       const doc = (await (await fetch(`${fixed.adminUrl}${DOC}`)).json()) as Doc;
       assert.equal(doc.host, `127.0.0.1:${port}`);

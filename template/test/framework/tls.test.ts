@@ -15,8 +15,8 @@ import { Code, createClient } from "../../src/framework/index.js";
 import { loadGrpcTls, targetNameOverride } from "../../src/framework/server/tls.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 let dir: string;
 const file = (name: string) => join(dir, name);
@@ -96,7 +96,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A TLS client of the server trusting `stem`.crt, verifying the name localhost (TLS sends no IP as server name). */
 const tlsClient = (server: TestServer, stem = "local") =>
-  createClient(ExampleService, server.grpcAddress, {
+  createClient(FixtureService, server.grpcAddress, {
     credentials: credentials.createSsl(readFileSync(file(`${stem}.crt`))),
     channelOptions: { "grpc.ssl_target_name_override": "localhost" },
     maxAttempts: 1,
@@ -122,7 +122,7 @@ const readyLine = (server: TestServer) => server.logs.find((l) => l.msg === "rea
 describe("gRPC over TLS", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService], tlsEnv("local", { GATEWAY_MODE: "tcp" }));
+    server = await startTestServer([fixtureService], tlsEnv("local", { GATEWAY_MODE: "tcp" }));
   });
   after(() => server.close());
 
@@ -140,7 +140,7 @@ describe("gRPC over TLS", () => {
   });
 
   test("a plaintext client is refused, and so is a client trusting another certificate", async () => {
-    const plain = createClient(ExampleService, server.grpcAddress, { maxAttempts: 1 });
+    const plain = createClient(FixtureService, server.grpcAddress, { maxAttempts: 1 });
     const wrongRoot = tlsClient(server, "other");
     try {
       const deadline = { deadline: Date.now() + 3000 };
@@ -166,7 +166,7 @@ describe("gRPC over TLS", () => {
 
 describe("the gateway under TLS in each mode", () => {
   test("unix mode falls back to TLS over TCP (no plaintext socket)", async () => {
-    const server = await startTestServer([exampleService], tlsEnv("local", { GATEWAY_MODE: "unix" }));
+    const server = await startTestServer([fixtureService], tlsEnv("local", { GATEWAY_MODE: "unix" }));
     try {
       assert.equal(readyLine(server).gatewayMode, "tcp");
       const { status, body } = await postEcho(server, "unix asked");
@@ -178,7 +178,7 @@ describe("the gateway under TLS in each mode", () => {
   });
 
   test("DISABLE_UNIX_GATEWAY=false (unix by the older switch) falls back the same way", async () => {
-    const server = await startTestServer([exampleService], tlsEnv("local", { DISABLE_UNIX_GATEWAY: "false" }));
+    const server = await startTestServer([fixtureService], tlsEnv("local", { DISABLE_UNIX_GATEWAY: "false" }));
     try {
       assert.equal(readyLine(server).gatewayMode, "tcp");
       assert.equal((await postEcho(server, "x")).status, 200);
@@ -188,7 +188,7 @@ describe("the gateway under TLS in each mode", () => {
   });
 
   test("in-process mode needs no hop and is unchanged", async () => {
-    const server = await startTestServer([exampleService], tlsEnv("local", { GATEWAY_MODE: "in-process" }));
+    const server = await startTestServer([fixtureService], tlsEnv("local", { GATEWAY_MODE: "in-process" }));
     try {
       assert.equal(readyLine(server).gatewayMode, "in-process");
       assert.equal((await postEcho(server, "x")).status, 200);
@@ -198,7 +198,7 @@ describe("the gateway under TLS in each mode", () => {
   });
 
   test("a certificate without 127.0.0.1 works through a target name override", async () => {
-    const server = await startTestServer([exampleService], tlsEnv("named", { GATEWAY_MODE: "tcp" }));
+    const server = await startTestServer([fixtureService], tlsEnv("named", { GATEWAY_MODE: "tcp" }));
     try {
       const { status, body } = await postEcho(server, "by name");
       assert.equal(status, 200, JSON.stringify(body));
@@ -208,7 +208,7 @@ describe("the gateway under TLS in each mode", () => {
   });
 
   test("a CA-issued leaf, without its CA in the file, is trusted as itself", async () => {
-    const server = await startTestServer([exampleService], tlsEnv("leaf", { GATEWAY_MODE: "tcp" }));
+    const server = await startTestServer([fixtureService], tlsEnv("leaf", { GATEWAY_MODE: "tcp" }));
     try {
       const { status, body } = await postEcho(server, "partial chain");
       assert.equal(status, 200, JSON.stringify(body));
@@ -246,7 +246,7 @@ describe("TLS files checked at start-up", () => {
 
   test("start-up fails before preStart with that message", async () => {
     let preStart = false;
-    const service = { ...exampleService, preStart: () => void (preStart = true) };
+    const service = { ...fixtureService, preStart: () => void (preStart = true) };
     await assert.rejects(startTestServer([service], config("missing.crt", "local.key")), /GRPC_TLS_CERT_FILE: cannot read/);
     assert.equal(preStart, false);
   });

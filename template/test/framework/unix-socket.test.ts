@@ -6,13 +6,13 @@ import { existsSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, test } from "node:test";
-import { killServiceProcesses, type LogLine, startServiceProcess } from "./support/service-process.js";
+import { FIXTURE_MAIN, killServiceProcesses, type LogLine, startServiceProcess } from "./support/service-process.js";
 
 afterEach(killServiceProcesses);
 
 /** The service in unix gateway mode, once ready. */
 async function startInUnixMode() {
-  const service = startServiceProcess("src/main.ts", { GATEWAY_MODE: "unix" });
+  const service = startServiceProcess(FIXTURE_MAIN, { GATEWAY_MODE: "unix" });
   const ready = await service.waitForLog("ready", (l: LogLine) => l.msg === "ready");
   assert.equal(ready.gatewayMode, "unix");
   return { service, httpUrl: `http://127.0.0.1:${ready.httpPort}` };

@@ -10,8 +10,8 @@ import { SignJWT } from "jose";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 interface Outcome {
   frames: unknown[];
@@ -60,13 +60,13 @@ describe("WebSocket streams", () => {
   let server: TestServer;
   let ws: string;
   before(async () => {
-    server = await startTestServer([exampleService], { CORS_ALLOWED_ORIGINS: "https://app.example.com" });
+    server = await startTestServer([fixtureService], { CORS_ALLOWED_ORIGINS: "https://app.example.com" });
     ws = server.httpUrl.replace(/^http/, "ws");
   });
   after(() => server.close());
 
   test("a server stream at /<package.Service>/<Method>: one result frame per message, an end frame, a normal close", async () => {
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":3}', ""]);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":3}', ""]);
     assert.deepEqual(out.frames, [{ result: { remaining: 3 } }, { result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }]);
     assert.equal(out.code, 1000);
   });
@@ -77,7 +77,7 @@ describe("WebSocket streams", () => {
   });
 
   test("bidi: each request frame is answered as it arrives; the half-close ends the call OK", async () => {
-    const out = await call(`${ws}/example.v1.ExampleService/Chat`, ['{"text":"a"}', '{"text":"b"}', '{"text":"c"}', ""]);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"a"}', '{"text":"b"}', '{"text":"c"}', ""]);
     assert.deepEqual(out.frames, [
       { result: { text: "a", seq: 1 } },
       { result: { text: "b", seq: 2 } },
@@ -89,7 +89,7 @@ describe("WebSocket streams", () => {
 
   test("bidi: the answer to each message comes before the next message is sent (a real conversation)", async () => {
     const replies = await new Promise<unknown[]>((resolve) => {
-      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Chat`, [WS_PROTOCOL]);
+      const socket = new WebSocket(`${ws}/fixture.v1.FixtureService/Chat`, [WS_PROTOCOL]);
       const frames: unknown[] = [];
       socket.onopen = () => socket.send('{"text":"ping 1"}');
       socket.onmessage = (e) => {
@@ -104,21 +104,21 @@ describe("WebSocket streams", () => {
   });
 
   test("client streaming: every request frame is read, one result after the half-close", async () => {
-    const out = await call(`${ws}/example.v1.ExampleService/Sum`, ['{"value":"1"}', '{"value":2}', '{"value":"3"}', ""]);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Sum`, ['{"value":"1"}', '{"value":2}', '{"value":"3"}', ""]);
     assert.deepEqual(out.frames, [{ result: { sum: "6", count: 3 } }, { end: {} }]);
-    const none = await call(`${ws}/example.v1.ExampleService/Sum`, [""]);
+    const none = await call(`${ws}/fixture.v1.FixtureService/Sum`, [""]);
     assert.deepEqual(none.frames, [{ result: { sum: "0", count: 0 } }, { end: {} }]);
   });
 
   test("bidi: an invalid message in the middle ends the call with INVALID_ARGUMENT after the earlier answers", async () => {
-    const out = await call(`${ws}/example.v1.ExampleService/Chat`, ['{"text":"ok"}', '{"text":""}', '{"text":"never"}']);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"ok"}', '{"text":""}', '{"text":"never"}']);
     assert.deepEqual(out.frames[0], { result: { text: "ok", seq: 1 } });
     assert.equal((out.frames.at(-1) as { error?: { code: number } }).error?.code, 3);
     assert.equal(out.frames.length, 2);
   });
 
   test("an invalid request ends the call with an error frame carrying the details, then a normal close", async () => {
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":0}']);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":0}']);
     assert.equal(out.frames.length, 1);
     const { error } = out.frames[0] as { error: { code: number; details: { "@type": string }[] } };
     assert.equal(error.code, 3);
@@ -128,12 +128,12 @@ describe("WebSocket streams", () => {
 
   test("malformed JSON, a binary frame or a second request message is INVALID_ARGUMENT", async () => {
     for (const frames of [["{nope"], ['{"from":2,"intervalMs":1000}', '{"from":2}']]) {
-      const out = await call(`${ws}/example.v1.ExampleService/Countdown`, frames);
+      const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, frames);
       const last = out.frames.at(-1) as { error?: { code: number } };
       assert.equal(last.error?.code, 3, JSON.stringify(frames));
     }
     const binary = await new Promise<unknown[]>((resolve) => {
-      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Countdown`, [WS_PROTOCOL]);
+      const socket = new WebSocket(`${ws}/fixture.v1.FixtureService/Countdown`, [WS_PROTOCOL]);
       const frames: unknown[] = [];
       socket.onopen = () => socket.send(new Uint8Array([1, 2, 3]));
       socket.onmessage = (e) => frames.push(JSON.parse(String(e.data)));
@@ -144,7 +144,7 @@ describe("WebSocket streams", () => {
 
   test("the client closing mid-stream cancels the handler, and the server keeps serving", async () => {
     await new Promise<void>((resolve) => {
-      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Countdown`, [WS_PROTOCOL]);
+      const socket = new WebSocket(`${ws}/fixture.v1.FixtureService/Countdown`, [WS_PROTOCOL]);
       socket.onopen = () => socket.send('{"from":100,"intervalMs":1000}');
       socket.onmessage = () => socket.close(1000);
       socket.onclose = () => resolve();
@@ -152,27 +152,27 @@ describe("WebSocket streams", () => {
     const line = await waitFor(() =>
       server.logs.find((l) => l.msg === "response time" && l.protocol === "websocket" && l.grpcCode === "Canceled"),
     );
-    assert.equal(line.grpcMethod, "/example.v1.ExampleService/Countdown");
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}']);
+    assert.equal(line.grpcMethod, "/fixture.v1.FixtureService/Countdown");
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}']);
     assert.deepEqual(out.frames, [{ result: { remaining: 1 } }, { end: {} }]);
   });
 
   test("an Origin the CORS settings allow may open a stream; any other is refused with 403 before the upgrade", async () => {
-    const ok = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { headers: { origin: "https://app.example.com" } });
+    const ok = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], { headers: { origin: "https://app.example.com" } });
     assert.deepEqual(ok.frames.at(-1), { end: {} });
-    const refused = await refusal(`${ws}/example.v1.ExampleService/Countdown`, { origin: "https://evil.example.com" });
+    const refused = await refusal(`${ws}/fixture.v1.FixtureService/Countdown`, { origin: "https://evil.example.com" });
     assert.equal(refused.status, 403);
     assert.deepEqual(refused.body, { code: 7, message: "origin not allowed: add it to CORS_ALLOWED_ORIGINS", details: [] });
   });
 
   test("unary methods and unknown paths are not WebSocket routes (404)", async () => {
-    for (const path of ["/example.v1.ExampleService/Echo", "/api/v1/echo", "/nowhere"]) {
+    for (const path of ["/fixture.v1.FixtureService/Echo", "/api/v1/echo", "/nowhere"]) {
       assert.equal((await refusal(`${ws}${path}`, {})).status, 404, path);
     }
   });
 
   test("an offer without the call subprotocol is refused (400)", async () => {
-    const res = await refusal(`${ws}/example.v1.ExampleService/Countdown`, { "sec-websocket-protocol": "chat" });
+    const res = await refusal(`${ws}/fixture.v1.FixtureService/Countdown`, { "sec-websocket-protocol": "chat" });
     assert.equal(res.status, 400);
   });
 
@@ -185,19 +185,19 @@ describe("WebSocket streams", () => {
       return Number(line?.slice(line.lastIndexOf(" ") + 1) ?? 0);
     };
     const before = await count();
-    await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":2}']);
+    await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":2}']);
     assert.equal(await count(), before + 1);
   });
 });
 
 describe("WebSocket limits", () => {
   test("a frame over GRPC_MAX_RECV_MSG_SIZE closes the socket with 1009 (message too big); the server keeps serving", async () => {
-    const server = await startTestServer([exampleService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
+    const server = await startTestServer([fixtureService], { GRPC_MAX_RECV_MSG_SIZE: "1024" });
     try {
       const ws = server.httpUrl.replace(/^http/, "ws");
-      const out = await call(`${ws}/example.v1.ExampleService/Chat`, [JSON.stringify({ text: "x".repeat(2000) })]);
+      const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, [JSON.stringify({ text: "x".repeat(2000) })]);
       assert.equal(out.code, 1009);
-      const ok = await call(`${ws}/example.v1.ExampleService/Chat`, ['{"text":"small"}', ""]);
+      const ok = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"small"}', ""]);
       assert.deepEqual(ok.frames, [{ result: { text: "small", seq: 1 } }, { end: {} }]);
     } finally {
       await server.close();
@@ -212,23 +212,23 @@ describe("WebSocket streams with authentication on", () => {
   let ws: string;
   before(async () => {
     // The service's own auth override leaves Countdown public; without it, every method needs credentials.
-    const guarded = defineService(ExampleService, { handlers: exampleService.handlers });
+    const guarded = defineService(FixtureService, { handlers: fixtureService.handlers });
     server = await startTestServer([guarded], { API_KEYS: "k-1", JWT_SECRET: SECRET });
     ws = server.httpUrl.replace(/^http/, "ws");
   });
   after(() => server.close());
 
   test("without credentials the call ends UNAUTHENTICATED", async () => {
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}']);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}']);
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 
   test("the API key travels in a Sec-WebSocket-Protocol entry (base64url), never in the URL, and is never echoed", async () => {
     const key = Buffer.from("k-1").toString("base64url");
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `api-key.${key}`] });
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `api-key.${key}`] });
     assert.deepEqual(out.frames, [{ result: { remaining: 1 } }, { end: {} }]);
     const selected = await new Promise<string>((resolve) => {
-      const socket = new WebSocket(`${ws}/example.v1.ExampleService/Chat`, [WS_PROTOCOL, `api-key.${key}`]);
+      const socket = new WebSocket(`${ws}/fixture.v1.FixtureService/Chat`, [WS_PROTOCOL, `api-key.${key}`]);
       socket.onopen = () => {
         resolve(socket.protocol);
         socket.close();
@@ -242,19 +242,19 @@ describe("WebSocket streams with authentication on", () => {
       .setProtectedHeader({ alg: "HS256" })
       .setExpirationTime("5m")
       .sign(new TextEncoder().encode(SECRET));
-    const ok = await call(`${ws}/example.v1.ExampleService/Sum`, ['{"value":"2"}', ""], {
+    const ok = await call(`${ws}/fixture.v1.FixtureService/Sum`, ['{"value":"2"}', ""], {
       protocols: [WS_PROTOCOL, `bearer.${Buffer.from(jwt).toString("base64url")}`],
     });
     assert.deepEqual(ok.frames, [{ result: { sum: "2", count: 1 } }, { end: {} }]);
     const token = Buffer.from("not.a.jwt").toString("base64url");
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `bearer.${token}`] });
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `bearer.${token}`] });
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 
   test("a credential given twice (two entries, the last one valid) is UNAUTHENTICATED, as repeated headers are", async () => {
     const good = Buffer.from("k-1").toString("base64url");
     const other = Buffer.from("k-2").toString("base64url");
-    const out = await call(`${ws}/example.v1.ExampleService/Countdown`, ['{"from":1}'], {
+    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], {
       protocols: [WS_PROTOCOL, `api-key.${other}`, `api-key.${good}`], // the valid one last: it would win if one replaced the other
     });
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);

@@ -11,8 +11,8 @@ import { defineService, every, type Worker } from "../../src/framework/index.js"
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { Workers } from "../../src/framework/workers/supervisor.js";
 import { backoffDelay, jittered } from "../../src/framework/workers/worker.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 type Line = Record<string, unknown>;
 
@@ -293,8 +293,8 @@ describe("the supervisor", () => {
 describe("workers in a running service", () => {
   test("a service's workers run once the servers listen, show in /metrics and are awaited by shutdown", { timeout: 20_000 }, async () => {
     const events: string[] = [];
-    const service = defineService(ExampleService, {
-      handlers: exampleService.handlers,
+    const service = defineService(FixtureService, {
+      handlers: fixtureService.handlers,
       workers: [
         {
           name: "poller",
@@ -350,8 +350,8 @@ describe("workers in a running service", () => {
     }
   });
 
-  test("the service's own heartbeat worker is registered", { timeout: 20_000 }, async () => {
-    const server = await startTestServer([exampleService]);
+  test("a worker given to defineService (the fixture's heartbeat) is registered", { timeout: 20_000 }, async () => {
+    const server = await startTestServer([fixtureService]);
     try {
       const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
       assert.match(text, /^worker_running\{worker="heartbeat"\} 1$/m);

@@ -5,7 +5,7 @@
  */
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 /** The little of the DOM this page touches (the project's TypeScript config has Node's types, not the DOM's). */
 declare const document: {
@@ -26,7 +26,7 @@ const api = {
   /** Echo through the Connect protocol (JSON), or through gRPC-Web (binary). */
   async echo(baseUrl: string, protocol: "connect" | "grpc-web", message: string): Promise<{ message: string; traceId: string }> {
     const transport = protocol === "connect" ? createConnectTransport({ baseUrl }) : createGrpcWebTransport({ baseUrl });
-    const res = await createClient(ExampleService, transport).echo({ message });
+    const res = await createClient(FixtureService, transport).echo({ message });
     log(`${protocol} Echo → ${res.message} (trace ${res.traceId})`);
     return { message: res.message, traceId: res.traceId };
   },

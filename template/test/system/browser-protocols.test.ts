@@ -15,7 +15,7 @@ import { build } from "esbuild";
 import type { Browser, Page } from "playwright-core";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
 import type { PageApi } from "./browser-page.js";
 import { launchChromium } from "./chromium.js";
 
@@ -65,7 +65,7 @@ describe("a page on another origin calls the service", () => {
     pages = await startPageServer();
     // The page's origin names localhost; the same page at 127.0.0.1 is another origin, not allowed.
     allowed = `http://localhost:${pages.port}`;
-    service = await startTestServer([exampleService], { CORS_ALLOWED_ORIGINS: allowed });
+    service = await startTestServer([fixtureService], { CORS_ALLOWED_ORIGINS: allowed });
     api = service.httpUrl;
     browser = await launchChromium();
   });
@@ -98,13 +98,13 @@ describe("a page on another origin calls the service", () => {
       const ws = api.replace(/^http/, "ws");
       const stream = await page.evaluate(
         ([url, protocol]) => (globalThis as unknown as PageGlobals).api.webSocket(url!, [protocol!], [{ from: 2 }]),
-        [`${ws}/example.v1.ExampleService/Countdown`, WS_PROTOCOL],
+        [`${ws}/fixture.v1.FixtureService/Countdown`, WS_PROTOCOL],
       );
       assert.deepEqual(stream, { frames: [{ result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }], code: 1000 });
 
       const chat = await page.evaluate(
         ([url, protocol]) => (globalThis as unknown as PageGlobals).api.webSocket(url!, [protocol!], [{ text: "hi" }, { text: "there" }]),
-        [`${ws}/example.v1.ExampleService/Chat`, WS_PROTOCOL],
+        [`${ws}/fixture.v1.FixtureService/Chat`, WS_PROTOCOL],
       );
       assert.deepEqual(chat, {
         frames: [{ result: { text: "hi", seq: 1 } }, { result: { text: "there", seq: 2 } }, { end: {} }],
@@ -133,7 +133,7 @@ describe("a page on another origin calls the service", () => {
       const ws = api.replace(/^http/, "ws");
       const stream = await page.evaluate(
         ([url, protocol]) => (globalThis as unknown as PageGlobals).api.webSocket(url!, [protocol!], [{ from: 1 }]),
-        [`${ws}/example.v1.ExampleService/Countdown`, WS_PROTOCOL],
+        [`${ws}/fixture.v1.FixtureService/Countdown`, WS_PROTOCOL],
       );
       assert.deepEqual(stream, { frames: [], code: 1006 }, "the upgrade was refused");
     } finally {

@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
 
 /**
  * The README's interactive Chat command, its arguments split as a shell would (single quotes only), without the URL:
@@ -51,7 +51,7 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
   describe(`Sum and Chat with curl and a chunked NDJSON body (gateway mode ${mode})`, () => {
     let server: TestServer;
     before(async () => {
-      server = await startTestServer([exampleService], { GATEWAY_MODE: mode });
+      server = await startTestServer([fixtureService], { GATEWAY_MODE: mode });
     });
     after(() => server.close());
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
 import { createLibrary } from "../framework/gateway-library.js";
 import { launchChromium } from "./chromium.js";
 
@@ -61,7 +61,7 @@ describe("EventSource in headless Chromium", () => {
       let library: ReturnType<typeof createLibrary>;
       before(async () => {
         library = createLibrary();
-        server = await startTestServer([exampleService, library.service], { GATEWAY_MODE: mode });
+        server = await startTestServer([fixtureService, library.service], { GATEWAY_MODE: mode });
         page = await browser.newPage();
         // The test page, on the service's origin; every other request goes to the real server.
         await page.route(`${server.httpUrl}/eventsource-test`, (route) =>

@@ -5,8 +5,8 @@ import { test } from "node:test";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 /** `promtool check metrics` reading the exposition on stdin, as Prometheus' own lint does. */
 function promtool(text: string): Promise<{ code: number | null; output: string }> {
@@ -24,16 +24,16 @@ function promtool(text: string): Promise<{ code: number | null; output: string }
 }
 
 test("promtool check metrics accepts the real output, after traffic of every shape", async (t) => {
-  const server = await startTestServer([exampleService]);
+  const server = await startTestServer([fixtureService]);
   t.after(() => server.close());
-  const client = server.client(ExampleService);
+  const client = server.client(FixtureService);
   await client.echo({ message: "hi" });
   await statusOf(client.fail({ code: Code.INVALID_ARGUMENT }));
   for await (const _ of client.countdown({ from: 2 })) {
     // drain the stream
   }
   // Outbound client metrics (grpc_client_*): the service calling itself, one call retried.
-  const outbound = server.app.createClient(ExampleService, server.grpcAddress, { maxAttempts: 2 });
+  const outbound = server.app.createClient(FixtureService, server.grpcAddress, { maxAttempts: 2 });
   t.after(() => outbound.close());
   await outbound.echo({ message: "out" });
   await statusOf(outbound.fail({ code: Code.UNAVAILABLE }));
@@ -52,13 +52,13 @@ test("promtool check metrics accepts the real output, after traffic of every sha
 });
 
 test("promtool check metrics accepts the output after auth and rate-limit rejections", async (t) => {
-  const server = await startTestServer([exampleService], {
+  const server = await startTestServer([fixtureService], {
     JWT_SECRET: "promtool-test-secret-0123456789abcdef",
     RATE_LIMIT_PER_SECOND: "0.01",
     RATE_LIMIT_BURST: "1",
   });
   t.after(() => server.close());
-  const client = server.client(ExampleService);
+  const client = server.client(FixtureService);
   assert.equal((await statusOf(client.echo({ message: "no token" }))).code, Code.UNAUTHENTICATED);
   assert.equal(
     (await statusOf(client.echo({ message: "bad" }, { metadata: { authorization: "Bearer a, Bearer b" } }))).code,

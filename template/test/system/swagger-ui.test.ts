@@ -2,13 +2,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
 import { launchChromium } from "./chromium.js";
 
 describe("Swagger UI in headless Chromium", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService]);
+    server = await startTestServer([fixtureService]);
   });
   after(() => server.close());
 
@@ -44,7 +44,7 @@ describe("Swagger UI in headless Chromium", () => {
       ]);
 
       // Try it out: GET /api/v1/echo/{message} through the UI, answered by the gateway.
-      const get = page.locator("#operations-ExampleService-ExampleService_Echo2");
+      const get = page.locator("#operations-FixtureService-FixtureService_Echo2");
       await get.locator(".opblock-summary-control").click();
       await get.locator(".try-out__btn").click();
       await get.locator('input[placeholder="message"]').fill("from swagger ui");
@@ -61,7 +61,7 @@ describe("Swagger UI in headless Chromium", () => {
   });
 
   test("on the admin port, Try it out calls the HTTP port (allowed by CORS as the admin port's own origin)", async () => {
-    const admin = await startTestServer([exampleService], { ADMIN_PORT: "0" });
+    const admin = await startTestServer([fixtureService], { ADMIN_PORT: "0" });
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();
@@ -74,7 +74,7 @@ describe("Swagger UI in headless Chromium", () => {
         if (r.url().includes("/api/v1/echo/")) apiCalls.push(new URL(r.url()).origin);
       });
       await page.goto(`${admin.adminUrl}/swagger/`);
-      const get = page.locator("#operations-ExampleService-ExampleService_Echo2");
+      const get = page.locator("#operations-FixtureService-FixtureService_Echo2");
       await get.locator(".opblock-summary-control").click({ timeout: 15_000 });
       await get.locator(".try-out__btn").click();
       await get.locator('input[placeholder="message"]').fill("across ports");

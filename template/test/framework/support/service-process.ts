@@ -26,9 +26,12 @@ export interface ServiceProcess {
   finished: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
+/** The fixture service (test/proto/fixture/) as a process: what the framework tests start instead of your src/main.ts. */
+export const FIXTURE_MAIN = "test/framework/fixtures/fixture-main.ts";
+
 const running: ChildProcess[] = [];
 
-/** Starts `entry` (relative to the template, e.g. `src/main.ts`) on free loopback ports. */
+/** Starts `entry` (relative to the template, e.g. FIXTURE_MAIN) on free loopback ports. */
 export function startServiceProcess(entry: string, settings: Record<string, string> = {}): ServiceProcess {
   const env: Record<string, string> = {};
   for (const name of ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"]) {
