@@ -1,9 +1,95 @@
+import type { CallContext } from "../call/context.js";
 import { MAX_TIMER_MS } from "../call/deadline.js";
+import type { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, Interceptor } from "../call/types.js";
 
 const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
+
+/** One call waiting on its deadline; made once per call, it holds what the timer needs to end the call. */
+class Pending {
+  prev: Pending | undefined;
+  next: Pending | undefined;
+  /** When it expires, in `performance.now()` time (for the shared list). */
+  at = 0;
+  timer: NodeJS.Timeout | undefined;
+  /** The response stream, once the handler returned one: it keeps the deadline until it ends. */
+  stream: ResponseStream | undefined;
+  resolve!: (result: CallResult) => void;
+  reject!: (error: unknown) => void;
+
+  constructor(
+    readonly ctx: CallContext,
+    readonly requests: RequestStream | undefined,
+  ) {}
+
+  expire(): void {
+    // Made only when the deadline really passes: most calls never need it.
+    const expired = deadlineExceeded();
+    this.ctx.abort(expired);
+    this.requests?.fail(expired);
+    if (this.stream) this.stream.fail(expired);
+    else this.reject(expired);
+  }
+}
+
+function expireByTimer(pending: Pending): void {
+  pending.timer = undefined;
+  pending.expire();
+}
+
+/**
+ * The calls given the default timeout, oldest first. They all wait the same time, so they expire in
+ * the order they came: one timer, armed for the oldest, does the work of a `setTimeout` and a
+ * `clearTimeout` per call (each a timer-list insert and removal and a call into libuv). A call that
+ * ends leaves the list; the timer is not moved for it and, when it fires for a call already gone,
+ * re-arms for the oldest one left. Unreferenced: it never holds the process open by itself.
+ */
+class ExpiryList {
+  #head: Pending | undefined;
+  #tail: Pending | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #ms: number;
+
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+
+  add(pending: Pending): void {
+    pending.at = performance.now() + this.#ms;
+    pending.prev = this.#tail;
+    if (this.#tail) this.#tail.next = pending;
+    else this.#head = pending;
+    this.#tail = pending;
+    if (this.#timer === undefined) this.#arm(this.#ms);
+  }
+
+  remove(pending: Pending): void {
+    const { prev, next } = pending;
+    if (prev) prev.next = next;
+    else if (this.#head === pending) this.#head = next;
+    else return; // not in the list (already expired)
+    if (next) next.prev = prev;
+    else this.#tail = prev;
+    pending.prev = pending.next = undefined;
+  }
+
+  #arm(ms: number): void {
+    this.#timer = setTimeout(this.#fire, Math.min(Math.max(1, Math.ceil(ms)), MAX_TIMER_MS));
+    this.#timer.unref();
+  }
+
+  readonly #fire = (): void => {
+    this.#timer = undefined;
+    const now = performance.now();
+    for (let head = this.#head; head !== undefined && head.at <= now; head = this.#head) {
+      this.remove(head);
+      head.expire();
+    }
+    if (this.#head) this.#arm(this.#head.at - now);
+  };
+}
 
 /**
  * Unary calls that arrive without a deadline get `seconds` (0 = none). A deadline covers the whole
@@ -13,48 +99,48 @@ const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline e
  * stream fails), not left to each transport.
  */
 export function defaultTimeout(seconds: number): Interceptor {
+  // Shared by every method's calls that take the default: they all wait `seconds`.
+  const defaults = seconds > 0 ? new ExpiryList(seconds * 1000) : undefined;
   return (next, method) => {
     const defaultSeconds = method.kind === "unary" ? seconds : 0;
     const streams = method.kind === "server_streaming" || method.kind === "bidi_streaming";
     return (call) => {
       const { ctx } = call;
+      let list: ExpiryList | undefined;
       if (ctx.deadline === Number.POSITIVE_INFINITY) {
         if (defaultSeconds === 0) return next(call);
         ctx.deadline = Date.now() + defaultSeconds * 1000;
+        list = defaults;
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
-      const requests = call.requests?.interruptible();
-      // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
       // One promise settled by whichever comes first, rather than a Promise.race and its extra promises.
-      return new Promise<CallResult>((resolve, reject) => {
-        let stream: ResponseStream | undefined;
-        const timer = setTimeout(
-          () => {
-            // Made only when the deadline really passes: most calls never need it.
-            const expired = deadlineExceeded();
-            ctx.abort(expired);
-            requests?.fail(expired);
-            if (stream) stream.fail(expired);
-            else reject(expired);
-          },
-          Math.min(remaining, MAX_TIMER_MS),
-        );
-        const settle = (error: unknown, result?: CallResult) => {
-          if (result === undefined || !streams || "message" in result) {
-            clearTimeout(timer);
-            if (result) resolve(result);
-            else reject(error);
-            return;
-          }
-          // A stream keeps its deadline until it ends.
-          stream = ResponseStream.of(result.stream)
-            .interruptible()
-            .onEnd(() => clearTimeout(timer));
-          resolve(stream === result.stream ? result : { stream });
-        };
-        next(call).then((result) => settle(undefined, result), settle);
+      const pending = new Pending(ctx, call.requests?.interruptible());
+      const done = () => {
+        if (list) list.remove(pending);
+        else clearTimeout(pending.timer);
+      };
+      const settle = (error: unknown, result?: CallResult) => {
+        if (result === undefined || !streams || "message" in result) {
+          done();
+          if (result) pending.resolve(result);
+          else pending.reject(error);
+          return;
+        }
+        // A stream keeps its deadline until it ends.
+        const stream = ResponseStream.of(result.stream).interruptible().onEnd(done);
+        pending.stream = stream;
+        pending.resolve(stream === result.stream ? result : { stream });
+      };
+      const promise = new Promise<CallResult>((resolve, reject) => {
+        pending.resolve = resolve;
+        pending.reject = reject;
       });
+      if (list) list.add(pending);
+      // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
+      else pending.timer = setTimeout(expireByTimer, Math.min(remaining, MAX_TIMER_MS), pending);
+      next(call).then((result) => settle(undefined, result), settle);
+      return promise;
     };
   };
 }
