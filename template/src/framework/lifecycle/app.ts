@@ -169,7 +169,7 @@ export class App {
     registerHealthRoutes(http, buildInfo(config), this.readiness);
     const invoker: Invoker = {
       // Bound once the gRPC port is known, before the HTTP port accepts anything.
-      invoke: (...args) => this.#invoker!.invoke(...args),
+      invoke: (method, request, options) => this.#invoker!.invoke(method, request, options), // no rest array per request
       close: () => this.#invoker?.close(),
     };
     const routes = compileRoutes(methods);
@@ -181,7 +181,7 @@ export class App {
     const gatewayMethods = registerGateway(http, {
       routes,
       invoker,
-      hooks: this.metrics?.gatewayHooks(routes),
+      observer: this.metrics?.gatewayObserver(routes),
       headers,
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,

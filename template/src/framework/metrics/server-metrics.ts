@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { FastifyRequest, RouteOptions } from "fastify";
+import type { FastifyRequest } from "fastify";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
@@ -15,8 +15,7 @@ export const UNMATCHED_ROUTE = "unmatched";
 export const CLIENT_CLOSED_REQUEST = 499;
 
 const START = Symbol("request start");
-const REQUEST = Symbol("request");
-type TimedResponse = ServerResponse & { [START]?: number; [REQUEST]?: FastifyRequest };
+type TimedResponse = ServerResponse & { [START]?: number };
 
 /**
  * prom-client's default gauges that promtool's lint rejects (non-counters must not end in `_total`).
@@ -162,31 +161,25 @@ export class ServerMetrics {
   };
 
   /**
-   * fastify hooks for the gateway's routes only (so /healthcheck, /readycheck and /metrics are
-   * never counted). A request is counted once, when its response closes: with its status, or
-   * 499 when the client left before the end (e.g. mid-stream), under the route template the
-   * gateway matched (`req.gatewayRoute`). Every route's 200 series exists from start-up.
+   * What the gateway tells about each of its requests (so /healthcheck, /readycheck and /metrics are
+   * never counted). A request is counted once, when its response closes: with its status, or 499 when
+   * the client left before the end (e.g. mid-stream), under the route template the gateway matched
+   * (`req.gatewayRoute`). Every route's 200 series exists from start-up. The start time is kept on the
+   * response: the gateway's one close listener per response reports it here, no closure per request.
    */
-  gatewayHooks(routes: readonly MeteredRoute[]): Pick<RouteOptions, "onRequest"> {
+  gatewayObserver(routes: readonly MeteredRoute[]): {
+    arrived(res: ServerResponse): void;
+    closed(req: FastifyRequest, res: ServerResponse): void;
+  } {
     for (const route of routes) this.#route(route).series(200);
-    // One listener function for every response, its request and start time kept on the response: no
-    // closure and no once() wrapper per request ("close" fires once).
-    const record = (res: TimedResponse) => {
-      const req = res[REQUEST]!;
-      const route = req.gatewayRoute;
-      const stats = route ? (this.#routes.get(route) ?? this.#route(route)) : this.#unmatchedRoute(req.method);
-      stats.record(res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - res[START]!) / 1000);
-    };
-    function onClose(this: TimedResponse): void {
-      record(this);
-    }
     return {
-      onRequest: (req, reply, done) => {
-        const res = reply.raw as TimedResponse;
+      arrived: (res: TimedResponse) => {
         res[START] = performance.now();
-        res[REQUEST] = req;
-        res.on("close", onClose);
-        done();
+      },
+      closed: (req, res: TimedResponse) => {
+        const route = req.gatewayRoute;
+        const stats = route ? (this.#routes.get(route) ?? this.#route(route)) : this.#unmatchedRoute(req.method);
+        stats.record(res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - res[START]!) / 1000);
       },
     };
   }

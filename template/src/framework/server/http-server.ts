@@ -87,6 +87,8 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
     { headersTimeout: HTTP_LIMITS.headersTimeoutMs, maxHeaderSize: HTTP_LIMITS.maxHeaderSize, requireHostHeader: false },
     (req, res) => {
       if (closingServers.has(server)) return refuseWhileClosing(res);
+      // Here rather than in a second "request" listener: an emitter with two listeners copies its list on every emit.
+      requestlessSockets.get(server)?.delete(req.socket);
       joinRepeatedAuthorization(req.headers, req.rawHeaders);
       if (req.headers.host === undefined && req.httpVersion === "1.1") {
         const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
@@ -125,7 +127,7 @@ function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
     requestless.add(socket);
     socket.once("close", () => requestless.delete(socket));
   });
-  app.server.on("request", (req: IncomingMessage) => requestless.delete(req.socket));
+  // A request takes its socket off the list in createLimitedServer's handler.
   // preClose runs right before fastify closes the listener.
   app.addHook("preClose", (done) => {
     closing = true;
