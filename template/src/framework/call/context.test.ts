@@ -55,3 +55,32 @@ describe("a call's abort signal", () => {
     assert.equal(controller.signal, ctx.signal);
   });
 });
+
+describe("a call's response metadata", () => {
+  test("the trace header kept aside is in the header metadata once they are read, and later sets go to them", () => {
+    const ctx = contextOf();
+    ctx.setResponseTraceHeader("x-trace-id", "t1");
+    ctx.setResponseTraceHeader("x-trace-id", "t2");
+    assert.deepEqual(ctx.responseHeaderEntries(), ["x-trace-id", "t2"]);
+    assert.deepEqual(ctx.responseHeader.getMap(), { "x-trace-id": "t2" });
+    assert.equal(ctx.responseHeaderEntries(), ctx.responseHeader);
+    ctx.setResponseTraceHeader("x-trace-id", "t3");
+    ctx.responseHeader.add("color", "blue");
+    assert.deepEqual(ctx.responseHeader.getMap(), { "x-trace-id": "t3", color: "blue" });
+  });
+
+  test("a handler's own value for the trace header replaces the one kept aside, as a set on metadata would", () => {
+    const ctx = contextOf();
+    ctx.setResponseTraceHeader("x-trace-id", "t1");
+    ctx.responseHeader.set("x-trace-id", "mine");
+    assert.deepEqual(ctx.responseHeader.get("x-trace-id"), ["mine"]);
+  });
+
+  test("nothing set: no entries, and empty metadata made on first read, the same object every time", () => {
+    const ctx = contextOf();
+    assert.equal(ctx.responseHeaderEntries(), undefined);
+    assert.equal(ctx.responseHeader, ctx.responseHeader);
+    assert.equal(ctx.responseTrailer, ctx.responseTrailer);
+    assert.deepEqual(ctx.responseHeader.getMap(), {});
+  });
+});

@@ -62,10 +62,12 @@ export class CallContext {
   readonly metadata: Metadata;
   readonly #controller: CallAbortController;
   deadline: number;
-  /** Metadata sent before the first response message (`Grpc-Metadata-*` headers over HTTP). */
-  readonly responseHeader = new Metadata();
-  /** Metadata sent with the status (`Grpc-Trailer-*` over HTTP). */
-  readonly responseTrailer = new Metadata();
+  // The response metadata are made on first use: most calls send only the trace ID back, which
+  // setResponseTraceHeader keeps aside until then (the HTTP gateway writes it without any metadata).
+  #responseHeader: Metadata | undefined;
+  #responseTrailer: Metadata | undefined;
+  #traceKey: string | undefined;
+  #traceValue = "";
   /**
    * The log bag: every field here appears on every log line of this call,
    * including the response-time line written after the handler returns.
@@ -89,6 +91,44 @@ export class CallContext {
     this.#sendHeader = init.sendHeader;
     this.fields =
       init.httpPath === undefined ? { grpcMethod: init.method.path } : { grpcMethod: init.method.path, httpPath: init.httpPath };
+  }
+
+  /** Metadata sent before the first response message (`Grpc-Metadata-*` headers over HTTP). */
+  get responseHeader(): Metadata {
+    if (this.#responseHeader === undefined) {
+      this.#responseHeader = new Metadata();
+      if (this.#traceKey !== undefined) this.#responseHeader.set(this.#traceKey, this.#traceValue);
+    }
+    return this.#responseHeader;
+  }
+
+  /** Metadata sent with the status (`Grpc-Trailer-*` over HTTP). */
+  get responseTrailer(): Metadata {
+    this.#responseTrailer ??= new Metadata();
+    return this.#responseTrailer;
+  }
+
+  /**
+   * `responseHeader.set(key, value)` for the trace ID, without making the metadata before anyone reads
+   * it. `key` must be a valid metadata key and `value` printable ASCII (Metadata.set's checks run
+   * when the metadata is made).
+   */
+  setResponseTraceHeader(key: string, value: string): void {
+    if (this.#responseHeader !== undefined) this.#responseHeader.set(key, value);
+    else {
+      this.#traceKey = key;
+      this.#traceValue = value;
+    }
+  }
+
+  /**
+   * For transports that write the response header themselves: the header metadata if it was made,
+   * else the one entry setResponseTraceHeader put in it (or undefined for an empty header). Reading
+   * `responseHeader` instead gives the same entries, as metadata.
+   */
+  responseHeaderEntries(): Metadata | readonly [key: string, value: string] | undefined {
+    if (this.#responseHeader !== undefined) return this.#responseHeader;
+    return this.#traceKey === undefined ? undefined : [this.#traceKey, this.#traceValue];
   }
 
   /** A logger whose lines carry this call's fields; it logs at debug when the call asked for it. */

@@ -13,7 +13,14 @@ import type { GatewayCall, Invoker } from "./invoker.js";
 import { jsonMessages } from "./json-stream.js";
 import { jsonWriter } from "./json-writer.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
-import { type HeaderPolicy, headersFromMetadata, METADATA_PREFIX, metadataFromHeaders, TRAILER_PREFIX } from "./metadata.js";
+import {
+  type HeaderPolicy,
+  headersFromMetadata,
+  METADATA_PREFIX,
+  metadataFromHeaders,
+  responseHeaders,
+  TRAILER_PREFIX,
+} from "./metadata.js";
 import { decodeRequest, streamMessageDecoder } from "./request.js";
 import { type MatchResult, Router } from "./router.js";
 import type { GatewayRoute } from "./routes.js";
@@ -49,6 +56,7 @@ declare module "fastify" {
 }
 
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
+const JSON_UTF8 = "application/json; charset=utf-8";
 const METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 const METHOD_NOT_ALLOWED = JSON.stringify({ code: Code.UNIMPLEMENTED, message: "Method Not Allowed", details: [] });
 const TE_TRAILERS = /(?:^|,)\s*trailers\s*(?:[;,]|$)/i;
@@ -236,12 +244,15 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const { result } = call;
     if ("error" in result) return sendError(reply, result.error, call, trailers, traceHeader);
     if ("message" in result) {
-      const header = headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
+      const header = call.ctx
+        ? responseHeaders(call.ctx.responseHeaderEntries(), traceHeader)
+        : headersFromMetadata(call.header, METADATA_PREFIX, traceHeader);
       if (reply.sent) return sendHijacked(reply, 200, header, route, result.message, trailers ? call.trailer : undefined, traceHeader);
       if (header) reply.headers(header);
       if (trailers) addTrailers(reply, call.trailer, traceHeader);
       if (route.rawResponse) return sendRawResponse(reply, route, result.message);
-      return reply.type("application/json").send(responseJson(route, result.message));
+      // With the charset fastify would add to a JSON type: the same header, without rewriting it per reply.
+      return reply.type(JSON_UTF8).send(responseJson(route, result.message));
     }
     const stream: StreamReply = {
       route,

@@ -17,6 +17,27 @@ export interface GatewayCall {
   readonly header: Metadata;
   readonly trailer: Metadata;
   readonly result: CallResult | { readonly error: unknown };
+  /**
+   * In-process: the call's context, whose response header the gateway can read without making
+   * metadata (`responseHeaderEntries`); `header` and `trailer` are its metadata, made when read.
+   */
+  readonly ctx?: CallContext;
+}
+
+/** A call that ran in this process: its response metadata are the context's, read (and so made) only if needed. */
+class InProcessCall implements GatewayCall {
+  constructor(
+    readonly ctx: CallContext,
+    readonly result: CallResult,
+  ) {}
+
+  get header(): Metadata {
+    return this.ctx.responseHeader;
+  }
+
+  get trailer(): Metadata {
+    return this.ctx.responseTrailer;
+  }
 }
 
 export interface InvokeOptions {
@@ -73,8 +94,8 @@ export function inProcessInvoker(): Invoker {
         trailer.merge(ctx.responseTrailer);
         return { header: new Metadata(), trailer, result: { error } };
       }
-      if ("message" in result) return { header: ctx.responseHeader, trailer: ctx.responseTrailer, result };
-      return { header: ctx.responseHeader, trailer: ctx.responseTrailer, result: { stream: iterateInContext(ctx, result.stream) } };
+      if ("message" in result) return new InProcessCall(ctx, result);
+      return new InProcessCall(ctx, { stream: iterateInContext(ctx, result.stream) });
     },
     close() {},
   };

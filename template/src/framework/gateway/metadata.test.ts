@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
 import { EVENT_STREAM, Marshalers, ndjsonMarshaler, sseMarshaler } from "./marshalers.js";
-import { headersFromMetadata } from "./metadata.js";
+import { headersFromMetadata, METADATA_PREFIX, responseHeaders } from "./metadata.js";
 
 describe("headersFromMetadata", () => {
   test("prefixes keys, keeps the trace header's name, base64s binary values, repeats repeated keys, drops grpc-* and transport keys", () => {
@@ -19,6 +19,29 @@ describe("headersFromMetadata", () => {
       "grpc-metadata-blob-bin": "AAEC",
     });
     assert.equal(headersFromMetadata(new Metadata(), "grpc-trailer-", "x-trace-id"), undefined);
+  });
+});
+
+describe("responseHeaders", () => {
+  test("one entry kept aside by the context gives the same headers as that entry in metadata", () => {
+    const keys = ["x-trace-id", "x-request-id", "grpc-trace", "content-type", "date", "te"];
+    for (const key of keys) {
+      const md = new Metadata();
+      md.set(key, "4bf92f35-77b3-4da6-a3ce-929d0e0e4736");
+      assert.deepEqual(
+        responseHeaders([key, "4bf92f35-77b3-4da6-a3ce-929d0e0e4736"], "x-trace-id"),
+        headersFromMetadata(md, METADATA_PREFIX, "x-trace-id"),
+        key,
+      );
+    }
+  });
+
+  test("made metadata go through headersFromMetadata; nothing set is no headers", () => {
+    const md = new Metadata();
+    md.set("x-trace-id", "t1");
+    md.add("color", "blue");
+    assert.deepEqual(responseHeaders(md, "x-trace-id"), { "x-trace-id": "t1", "grpc-metadata-color": "blue" });
+    assert.equal(responseHeaders(undefined, "x-trace-id"), undefined);
   });
 });
 

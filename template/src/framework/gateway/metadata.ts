@@ -60,10 +60,34 @@ export function headersFromMetadata(md: Metadata, prefix: string, traceHeader?: 
   const all = md.toJSON();
   for (const key in all) {
     const values = all[key]!;
-    if (key.startsWith("grpc-") || TRANSPORT_KEYS.has(key) || values.length === 0) continue;
+    if (!sentAsHeader(key) || values.length === 0) continue;
     const texts = values.map((v) => (typeof v === "string" ? v : v.toString("base64")));
     headers ??= {};
-    headers[key === traceHeader ? key : prefix + key] = texts.length === 1 ? texts[0]! : texts;
+    headers[headerName(key, prefix, traceHeader)] = texts.length === 1 ? texts[0]! : texts;
   }
   return headers;
+}
+
+/**
+ * `headersFromMetadata` of a call's response header without making metadata for it: the context's
+ * header metadata if something made them, else its one text entry (the trace ID), if any.
+ */
+export function responseHeaders(
+  entries: Metadata | readonly [key: string, value: string] | undefined,
+  traceHeader: string,
+): Record<string, string | string[]> | undefined {
+  if (entries === undefined) return undefined;
+  if (entries instanceof Metadata) return headersFromMetadata(entries, METADATA_PREFIX, traceHeader);
+  const [key, value] = entries;
+  return sentAsHeader(key) ? { [headerName(key, METADATA_PREFIX, traceHeader)]: value } : undefined;
+}
+
+/** Whether a metadata key goes out as an HTTP header (not gRPC's own keys, not the gRPC hop's transport headers). */
+function sentAsHeader(key: string): boolean {
+  return !key.startsWith("grpc-") && !TRANSPORT_KEYS.has(key);
+}
+
+/** The HTTP header of a metadata key: the trace header keeps its own name, others take the prefix. */
+function headerName(key: string, prefix: string, traceHeader: string | undefined): string {
+  return key === traceHeader ? key : prefix + key;
 }

@@ -4,6 +4,8 @@ import type { Interceptor } from "../call/types.js";
 
 const MAX_TRACE_ID_LENGTH = 128;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+/** grpc-js's rule for a metadata key. */
+const LEGAL_KEY = /^[0-9a-z_.-]+$/;
 
 /** A trace ID is kept only if it is short printable ASCII; anything else could break log lines or headers. */
 export function sanitizeTraceId(value: string | undefined): string | undefined {
@@ -19,6 +21,9 @@ export function sanitizeTraceId(value: string | undefined): string | undefined {
  */
 export function traceId(headerName: string): Interceptor {
   const header = headerName.toLowerCase();
+  // A key grpc-js refuses for a text value (HTTP allows more characters; `-bin` wants bytes) keeps the
+  // metadata path, which throws on it as before.
+  const lazy = LEGAL_KEY.test(header) && !header.endsWith("-bin");
   return (next, method) => {
     // Whether the request type has a trace_id field is known once, at start-up.
     const field = method.desc.input.fields.find((f) => f.name === "trace_id" && f.fieldKind === "scalar");
@@ -30,14 +35,18 @@ export function traceId(headerName: string): Interceptor {
         sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ??
         randomUUID();
       ctx.setTraceId(id);
-      ctx.responseHeader.set(header, id);
+      // The value is a UUID or sanitized (printable ASCII): valid metadata.
+      if (lazy) ctx.setResponseTraceHeader(header, id);
+      else ctx.responseHeader.set(header, id);
       if (requests && field) {
         requests.inspect((message, index) => {
           if (index !== 0) return;
           const own = sanitizeTraceId(fromRequest(message));
           if (own === undefined) return;
           ctx.setTraceId(own);
-          if (!ctx.headerSent) ctx.responseHeader.set(header, own);
+          if (ctx.headerSent) return;
+          if (lazy) ctx.setResponseTraceHeader(header, own);
+          else ctx.responseHeader.set(header, own);
         });
       }
       return next(call);
