@@ -5,7 +5,7 @@
 //   node --env-file-if-exists=.env --import tsx scripts/observe-targets.ts .tmp/observe/targets.json
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { ConfigError, loadConfig } from "../src/framework/config/load.js";
+import { loadConfigOrExit } from "../src/framework/config/load.js";
 
 function fail(message: string): never {
   process.stderr.write(`observe: ${message}\n`);
@@ -15,13 +15,7 @@ function fail(message: string): never {
 const [out] = process.argv.slice(2);
 if (!out) fail("usage: observe-targets.ts <targets.json>");
 
-let config: ReturnType<typeof loadConfig>;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) fail(err.problems.join("\n"));
-  throw err;
-}
+const config = loadConfigOrExit("observe");
 const port = config.ADMIN_PORT ?? config.HTTP_PORT;
 if (port === 0)
   fail(`${config.ADMIN_PORT === undefined ? "HTTP_PORT" : "ADMIN_PORT"} is 0 (a free port picked at start): set a fixed port to scrape`);

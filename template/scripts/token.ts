@@ -6,7 +6,7 @@
 //   node --env-file=.env --import tsx scripts/token.ts --sub alice --ttl 600
 import { parseArgs } from "node:util";
 import { signDevToken } from "../src/framework/auth/dev-token.js";
-import { ConfigError, loadConfig } from "../src/framework/config/load.js";
+import { loadConfigOrExit } from "../src/framework/config/load.js";
 
 function fail(message: string): never {
   process.stderr.write(`token: ${message}\n`);
@@ -19,13 +19,7 @@ if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0)
   fail(`--ttl must be a whole number of seconds above 0 (got ${JSON.stringify(values.ttl)})`);
 if (!values.sub) fail("--sub must not be empty");
 
-let config: ReturnType<typeof loadConfig>;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) fail(err.problems.join("\n"));
-  throw err;
-}
+const config = loadConfigOrExit("token");
 if (config.JWT_SECRET === undefined) fail("JWT_SECRET is not set: put it in .env (`openssl rand -base64 32` makes one)");
 
 const token = await signDevToken({

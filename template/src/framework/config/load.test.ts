@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { ConfigError, configLine, configSummary, gatewayMode, loadConfig } from "./load.js";
 
@@ -279,4 +280,24 @@ test("configLine: one NAME=value line, secrets redacted, odd values quoted, unse
   assert.match(line, /(^| )APP_NAME="two words"( |$)/);
   assert.match(line, /(^| )HTTP_HEADER_PREFIXES=x-api-key,x-tenant( |$)/);
   assert.doesNotMatch(line, /(^| )(ADMIN_PORT|GIT_COMMIT)=/, "unset");
+});
+
+test("loadConfigOrExit: a bad setting exits 1 with every problem on its own tagged line; a good one goes on", () => {
+  const script = `import { loadConfigOrExit } from ${JSON.stringify(import.meta.resolve("./load.ts"))};
+    const c = loadConfigOrExit("check"); console.log("port", c.GRPC_PORT);`;
+  const start = (env: Record<string, string>) =>
+    spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      env: { PATH: process.env.PATH, ...env },
+      encoding: "utf8",
+    });
+  const bad = start({ GRPC_PORT: "nine", HTTP_PORT: "ten" });
+  assert.equal(bad.status, 1);
+  assert.equal(bad.stdout, "");
+  assert.deepEqual(bad.stderr.trimEnd().split("\n"), [
+    'check: GRPC_PORT: expected an integer from 0 to 65535 (got "nine")',
+    'check: HTTP_PORT: expected an integer from 0 to 65535 (got "ten")',
+  ]);
+  const good = start({ GRPC_PORT: "9191" });
+  assert.equal(good.status, 0, good.stderr);
+  assert.equal(good.stdout, "port 9191\n");
 });

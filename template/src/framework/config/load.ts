@@ -39,6 +39,20 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze(config) as Config;
 }
 
+/**
+ * loadConfig for a process's start (the service, `make token`, `make observe`): a bad setting writes each
+ * problem to stderr as `<tag>: <problem>` and exits 1.
+ */
+export function loadConfigOrExit(tag: string, env: Env = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    for (const line of err.problems) process.stderr.write(`${tag}: ${line}\n`);
+    process.exit(1);
+  }
+}
+
 function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
   const problems: string[] = [];
   const durationsParsed = !failed.has("GRPC_GRACEFUL_DURATION_IN_SECONDS") && !failed.has("SHUTDOWN_DURATION_IN_SECONDS");

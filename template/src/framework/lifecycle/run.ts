@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from "../config/load.js";
+import { loadConfigOrExit } from "../config/load.js";
 import { settingTypos } from "../config/typos.js";
 import { flushLogs, rootLogger } from "../logging/logger.js";
 import { App } from "./app.js";
@@ -9,14 +9,7 @@ import type { ServiceImpl } from "./service.js";
  * gracefully on SIGTERM/SIGINT. A second signal exits at once with code 1.
  */
 export async function run(services: ServiceImpl[]): Promise<App> {
-  let app: App;
-  try {
-    app = new App({ services, config: loadConfig() });
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    for (const line of err.problems) process.stderr.write(`config: ${line}\n`);
-    process.exit(1);
-  }
+  const app = new App({ services, config: loadConfigOrExit("config") });
   for (const { variable, suggestion } of settingTypos(process.env)) {
     app.log.warn({ variable, suggestion }, `unknown variable ${variable}: did you mean ${suggestion}?`);
   }
