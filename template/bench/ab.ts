@@ -3,10 +3,11 @@
 // the server CPU time per request, which other load on the machine moves much less than req/s.
 //
 //   node --import tsx scripts/build.ts dist-a      # the "before" build, e.g. on the previous commit
-//   node --import tsx bench/ab.ts in-process|grpc|startup dist-a dist [rounds=5] [seconds=5] [KEY=VALUE…]
+//   node --import tsx bench/ab.ts in-process|grpc|server|client|bidi|startup dist-a dist [rounds=5] [seconds=5] [KEY=VALUE…]
 //
 // in-process loads POST /api/v1/echo with wrk (reference: bare fastify); grpc loads Echo with h2load
-// (reference: bare grpc-js); startup starts each build `rounds` times in turn: spawn → first 200 from
+// (reference: bare grpc-js); server, client and bidi stream Countdown, Sum and Chat as make bench does
+// (bench/streams.ts; reference: bare grpc-js; "req/s" is then messages/s and CPU is per message); startup starts each build `rounds` times in turn: spawn → first 200 from
 // /readycheck, the CPU time the process used to get there, and its RSS 2 s later. KEY=VALUE pairs go to
 // both builds' environment.
 import { readFileSync } from "node:fs";
@@ -35,10 +36,12 @@ import {
   waitReady,
   wrk,
 } from "./lib.js";
+import { closeStreamClients, type StreamKind, streamLoad } from "./streams.js";
 
 const [target = "", distA = "", distB = "", roundsArg, secondsArg, ...pairs] = process.argv.slice(2);
-if (!["in-process", "grpc", "startup"].includes(target) || !distA || !distB) {
-  throw new Error("usage: ab.ts in-process|grpc|startup <dist A> <dist B> [rounds] [seconds] [KEY=VALUE…]");
+const streams: readonly string[] = ["server", "client", "bidi"] satisfies StreamKind[];
+if (!["in-process", "grpc", ...streams, "startup"].includes(target) || !distA || !distB) {
+  throw new Error("usage: ab.ts in-process|grpc|server|client|bidi|startup <dist A> <dist B> [rounds] [seconds] [KEY=VALUE…]");
 }
 const rounds = Number(roundsArg ?? 5);
 const seconds = Number(secondsArg ?? 5);
@@ -88,7 +91,8 @@ try {
     await cleanup();
     process.exit();
   }
-  const grpc = target === "grpc";
+  const stream = streams.includes(target) ? streamLoad(target as StreamKind) : undefined;
+  const grpc = target === "grpc" || stream !== undefined;
   const extra = grpc ? env : { GATEWAY_MODE: "in-process", ...env };
   const ref = await startBench(grpc ? "bare grpc-js" : "bare fastify", grpc ? "grpc-js.ts" : "fastify.ts");
   const start = async (dist: string) => {
@@ -96,7 +100,7 @@ try {
     return grpc ? s : { ...s, port: s.httpPort };
   };
   const servers: Server[] = [ref, await start(distA), await start(distB)];
-  const load = (s: Server, t: number): Promise<Run> => (grpc ? h2load(s, t) : wrk(s, "/api/v1/echo", t));
+  const load = (s: Server, t: number): Promise<Run> => (stream ? stream(s, t) : grpc ? h2load(s, t) : wrk(s, "/api/v1/echo", t));
   for (const s of servers) await (grpc ? checkGrpc(s) : checkHttp(s, "/api/v1/echo"));
   for (const s of servers) await load(s, WARMUP);
   const runs = new Map<Server, Run[]>(servers.map((s) => [s, []]));
@@ -123,6 +127,7 @@ try {
     );
   }
 } finally {
+  closeStreamClients();
   await cleanup();
 }
 process.exit();

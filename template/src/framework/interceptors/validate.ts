@@ -1,6 +1,7 @@
-import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMessage, hasOption, type Message } from "@bufbuild/protobuf";
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
+import { field as fieldRules, message as messageRules, oneof as oneofRules } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
@@ -9,11 +10,14 @@ import type { Interceptor } from "../call/types.js";
  * buf.validate rules on the request: a violation answers INVALID_ARGUMENT with a
  * google.rpc.BadRequest detail that lists every violated field. In a client-streaming or bidi
  * call every message is checked as it arrives, and the first invalid one ends the call.
+ * A request type with no rules anywhere in it is not checked at all (decided at start-up).
  */
 export function validate(): Interceptor {
   const validator = createValidator();
   return (next, method) => {
     const input = method.desc.input;
+    // protovalidate would find nothing to check on every message of this type: skip the interceptor.
+    if (!hasValidationRules(input)) return next;
     // Builds the validation plan for this message type now rather than on the first call.
     validator.validate(input, create(input));
     const check = (message: Message) => {
@@ -30,6 +34,37 @@ export function validate(): Interceptor {
       return next(call);
     };
   };
+}
+
+/**
+ * Whether protovalidate has anything to check on a message of this type: a buf.validate option on the
+ * message, one of its oneofs or fields, or on any message type it holds (a field, list item or map value),
+ * however deep. Without one its plan is empty (this service's validator does not enforce proto2's
+ * `required`, which would need no option), and every message of the type is valid.
+ */
+export function hasValidationRules(desc: DescMessage, seen = new Set<DescMessage>()): boolean {
+  if (seen.has(desc)) return false; // a recursive type: this one is being looked at already
+  seen.add(desc);
+  if (hasOption(desc, messageRules) || desc.oneofs.some((o) => hasOption(o, oneofRules))) return true;
+  for (const field of desc.fields) {
+    if (hasOption(field, fieldRules)) return true;
+    const held = heldMessage(field);
+    if (held !== undefined && hasValidationRules(held, seen)) return true;
+  }
+  return false;
+}
+
+function heldMessage(field: DescField): DescMessage | undefined {
+  switch (field.fieldKind) {
+    case "message":
+      return field.message;
+    case "list":
+      return field.listKind === "message" ? field.message : undefined;
+    case "map":
+      return field.mapKind === "message" ? field.message : undefined;
+    default:
+      return undefined;
+  }
 }
 
 function violation(validator: ReturnType<typeof createValidator>, input: DescMessage, message: Message): GrpcError | undefined {
