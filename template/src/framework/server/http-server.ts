@@ -50,6 +50,11 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? [408, Code.DEADLINE_EXCEEDED, "request not received in time"]
         : [400, Code.INVALID_ARGUMENT, "malformed HTTP request"];
+  answerOnSocket(socket, status, code, message);
+}
+
+/** A JSON error written straight to a socket fastify never answers, then close. */
+function answerOnSocket(socket: Duplex, status: number, code: Code, message: string): void {
   const body = statusJson(code, message, []);
   if (socket.writable) {
     socket.write(
@@ -140,15 +145,7 @@ function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
 const requestlessSockets = new WeakMap<Server, Set<Socket>>();
 
 /** Answers an upgrade request that is not taken: a JSON error, then close. */
-export function refuseUpgrade(socket: Duplex, status: number, code: Code, message: string): void {
-  const body = statusJson(code, message, []);
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy();
-}
+export const refuseUpgrade = answerOnSocket;
 
 /**
  * Hands `Upgrade` requests (WebSocket) to `handler`. Node emits them apart from requests: the
