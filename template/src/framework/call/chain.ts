@@ -33,6 +33,11 @@ export class Chain {
     this.#custom = [...interceptors, ...this.#custom];
   }
 
+  /** Whether interceptors were prepended to the defaults (which never change a response once the handler made it). */
+  get customized(): boolean {
+    return this.#custom.length > 0;
+  }
+
   /** Names in call order, outermost first. */
   names(): string[] {
     return this.entries().map((e) => e.name);

@@ -141,7 +141,7 @@ export class App {
     }
     this.#tracing = await setupTracing(config.APP_NAME || readPackageJson().name || "service");
 
-    const methods = bindMethods(this.#services, this.#chain);
+    const methods = bindMethods(this.#services, this.#chain, { maxSendBytes: config.GRPC_MAX_SEND_MSG_SIZE });
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
     this.#grpc = createGrpcServer({
       config,

@@ -12,11 +12,13 @@ import { drained } from "../call/drained.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
+import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
 import { sentStatus } from "./grpc-rejections.js";
 import type { BoundMethod } from "./methods.js";
+import { wireResponse } from "./response-size.js";
 
 /** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */
 export const GATEWAY_PATH_KEY = "x-gateway-http-path";
@@ -150,19 +152,35 @@ function failure(err: unknown, ctx: CallContext) {
   return ctx.headerSent ? toServiceError(err, ctx.responseTrailer) : toServiceError(err, ctx.responseHeader, ctx.responseTrailer);
 }
 
-/** Writes a streamed result, waiting for the transport at each message (back-pressure), then the status. */
+/**
+ * Writes a streamed result, waiting for the transport at each message (back-pressure), then the status.
+ * Each message is encoded here, as grpc-js would: one larger than the send limit fails the stream with
+ * RESOURCE_EXHAUSTED before its end hooks run, so the metrics and the log count what the client gets.
+ */
 async function writeStream(
   call: ServerWritableStream<Message, Message> | ServerDuplexStream<Message, Message>,
   ctx: CallContext,
   cancellation: GrpcCancellation,
   result: CallResult,
-  info: MethodInfo,
+  method: BoundMethod,
 ): Promise<void> {
+  const { info, responseLimit } = method;
   if (!("stream" in result)) throw new Error(`${info.path}: handler returned a single message for a streaming method`);
-  for await (const message of result.stream) {
+  const stream = responseLimit ? ResponseStream.of(result.stream) : result.stream;
+  const output = info.desc.output;
+  for await (const message of stream) {
     if (cancellation.cancelled) break; // the client is gone; leaving the loop ends the handler's generator
+    let wire: Message | Buffer = message;
+    if (responseLimit) {
+      try {
+        wire = responseLimit.encode(output, message);
+      } catch (err) {
+        (stream as ResponseStream).fail(err); // the loop's next read throws it
+        continue;
+      }
+    }
     ctx.sendHeader();
-    if (!call.write(message)) await drained(call, "cancelled");
+    if (!call.write(wire as Message)) await drained(call, "cancelled"); // bytes pass the serialiser as they are
   }
   if (cancellation.cancelled) return;
   ctx.sendHeader();
@@ -185,7 +203,7 @@ export function grpcHandler(method: BoundMethod) {
           (result) => {
             cancellation.answered = true;
             ctx.sendHeader();
-            callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
+            callback(null, "message" in result ? (wireResponse(result.message) as Message) : undefined, ctx.responseTrailer);
           },
           (err: unknown) => {
             cancellation.answered = true;
@@ -203,7 +221,7 @@ export function grpcHandler(method: BoundMethod) {
             if (cancellation.cancelled) return; // nobody left to tell
             cancellation.answered = true;
             ctx.sendHeader();
-            callback(null, "message" in result ? result.message : undefined, ctx.responseTrailer);
+            callback(null, "message" in result ? (wireResponse(result.message) as Message) : undefined, ctx.responseTrailer);
           },
           (err: unknown) => {
             if (cancellation.cancelled) return;
@@ -222,7 +240,7 @@ export function grpcHandler(method: BoundMethod) {
         const request = bidi ? emptyRequestOf(info) : (call as ServerWritableStream<Message, Message>).request;
         runInContext(ctx, async () => {
           try {
-            await writeStream(call, ctx, cancellation, await invoke({ method: info, ctx, request, requests }), info);
+            await writeStream(call, ctx, cancellation, await invoke({ method: info, ctx, request, requests }), method);
           } catch (err) {
             if (cancellation.cancelled) return; // nobody left to tell
             cancellation.answered = true;

@@ -9,7 +9,8 @@ export function grpcMethodDefinition(m: DescMethod): MethodDefinition<Message, M
     responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
     requestSerialize: (message) => Buffer.from(toBinary(m.input, message)),
     requestDeserialize: (bytes) => fromBinary(m.input, bytes),
-    responseSerialize: (message) => Buffer.from(toBinary(m.output, message)),
+    // The server may hand over bytes it already encoded (server/response-size.ts).
+    responseSerialize: (message: Message | Buffer) => (message instanceof Uint8Array ? message : Buffer.from(toBinary(m.output, message))),
     responseDeserialize: (bytes) => fromBinary(m.output, bytes),
     originalName: m.localName,
   };

@@ -8,21 +8,38 @@ import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo, Next } from "../call/types.js";
 import { rootLogger } from "../logging/logger.js";
+import { ResponseLimit } from "./response-size.js";
 
 /** A served method: what it is, and its handler already wrapped in the chain. */
 export interface BoundMethod {
   readonly info: MethodInfo;
   readonly invoke: Next;
+  /** GRPC_MAX_SEND_MSG_SIZE, which the gRPC adapter applies to each message of a stream as it writes it. */
+  readonly responseLimit?: ResponseLimit | undefined;
+}
+
+export interface BindOptions {
+  /** GRPC_MAX_SEND_MSG_SIZE: over gRPC, a larger response fails RESOURCE_EXHAUSTED inside the chain. */
+  maxSendBytes?: number;
 }
 
 type AnyHandler = (input: never, ctx: CallContext) => unknown;
 
-/** The innermost step of the chain: runs the user's handler and turns its result into messages. */
-function handlerStep(info: MethodInfo, handler: AnyHandler): Next {
+/**
+ * The innermost step of the chain: runs the user's handler and turns its result into messages. Over
+ * gRPC, a single response is checked against the send limit here, where the chain sees the outcome.
+ */
+function handlerStep(info: MethodInfo, handler: AnyHandler, limit: ResponseLimit | undefined): Next {
   const output = info.desc.output;
   switch (info.kind) {
     case "unary":
-      return async (call) => ({ message: create(output, (await handler(call.request as never, call.ctx)) as never) });
+      if (limit === undefined)
+        return async (call) => ({ message: create(output, (await handler(call.request as never, call.ctx)) as never) });
+      return async (call) => {
+        const message = create(output, (await handler(call.request as never, call.ctx)) as never);
+        if (call.ctx.transport === "grpc") limit.check(output, message);
+        return { message };
+      };
     case "server_streaming": {
       // The handler's generator is the stream itself: the chain's hooks and the `create` of each message
       // ride on one ResponseStream, with no generator of the framework's in between.
@@ -38,7 +55,9 @@ function handlerStep(info: MethodInfo, handler: AnyHandler): Next {
           const response = await handler(requests as never, call.ctx);
           // An invalid message the handler caught still fails the call.
           if (requests.failed) throw requests.error;
-          return { message: create(output, response as never) };
+          const message = create(output, response as never);
+          if (limit !== undefined && call.ctx.transport === "grpc") limit.check(output, message);
+          return { message };
         } catch (err) {
           throw requests.failed ? requests.error : err;
         } finally {
@@ -92,8 +111,9 @@ function unimplementedStep(info: MethodInfo): Next {
  * Binds every method of every service to its handler through the chain, once, at start-up.
  * A method without a handler is served too: it answers UNIMPLEMENTED, and start-up warns once about it.
  */
-export function bindMethods(services: readonly ServedService[], chain: Chain): BoundMethod[] {
+export function bindMethods(services: readonly ServedService[], chain: Chain, options: BindOptions = {}): BoundMethod[] {
   const bound: BoundMethod[] = [];
+  const limit = options.maxSendBytes === undefined ? undefined : new ResponseLimit(options.maxSendBytes, !chain.customized);
   for (const service of services) {
     const handlers = service.handlers as Record<string, AnyHandler | undefined>;
     for (const desc of service.desc.methods) {
@@ -102,8 +122,8 @@ export function bindMethods(services: readonly ServedService[], chain: Chain): B
       if (typeof handler !== "function") {
         rootLogger().warn({ grpcMethod: info.path }, `no handler for ${desc.name} (handlers.${desc.localName}): it answers UNIMPLEMENTED`);
       }
-      const step = typeof handler === "function" ? handlerStep(info, handler) : unimplementedStep(info);
-      bound.push({ info, invoke: chain.compose(info, step) });
+      const step = typeof handler === "function" ? handlerStep(info, handler, limit) : unimplementedStep(info);
+      bound.push({ info, invoke: chain.compose(info, step), responseLimit: limit });
     }
   }
   return bound;
