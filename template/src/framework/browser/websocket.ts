@@ -10,7 +10,8 @@ import { parseGrpcTimeout, timerDelay } from "../call/deadline.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
-import { Code, GrpcError } from "../call/status.js";
+import { ResponseStream } from "../call/response-stream.js";
+import { Code, GrpcError, SHUTTING_DOWN } from "../call/status.js";
 import { type MethodInfo, streamsRequests } from "../call/types.js";
 import { httpError } from "../errors/http.js";
 import { jsonWriter } from "../gateway/json-writer.js";
@@ -43,6 +44,8 @@ const END_FRAME = '{"end":{}}';
 const QUEUE_HIGH = 32;
 const QUEUE_LOW = 8;
 const CANCELLED = new GrpcError(Code.CANCELLED, "the client closed the WebSocket");
+/** How shutdown closes the sockets of the calls still open (they end with SHUTTING_DOWN, UNAVAILABLE). */
+const GOING_AWAY = 1001;
 const LOST = new GrpcError(Code.CANCELLED, "the client stopped answering WebSocket pings");
 
 export interface WebSocketOptions {
@@ -97,8 +100,16 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     clientTracking: false,
     handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
   });
-  const keepalive = new Keepalive();
-  app.addHook("onClose", async () => keepalive.stop());
+  const server: ServerSide = { log: options.log, keepalive: new Keepalive(), open: new Set() };
+  app.addHook("onClose", async () => server.keepalive.stop());
+  // The HTTP server waits for every socket before it closes: the calls still open end now, with
+  // UNAVAILABLE and a going-away close, and the close then waits for their close handshakes (within
+  // the shutdown budget). Unlike an SSE stream, which is left to run to its end, a WebSocket call is
+  // usually open-ended (a chat), and its client has a status and a close code to act on.
+  app.addHook("preClose", async () => {
+    const closed = [...server.open].map((call) => call.goingAway());
+    await Promise.all(closed);
+  });
   acceptUpgrades(app, (req, socket, head) => {
     const target = resolve(req.url ?? "/", byPath, router, socket);
     if (!target) return;
@@ -118,7 +129,7 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
     wss.handleUpgrade(req, socket, head, (ws) => {
       const path = (req.url ?? "/").split("?", 1)[0]!;
-      new StreamCall(ws, target, metadata, path, deadline, options.log, keepalive).start();
+      new StreamCall(ws, target, metadata, path, deadline, server).start();
     });
   });
 }
@@ -277,6 +288,14 @@ class CallController extends LazyAbortController {
   }
 }
 
+/** What the calls of one HTTP server share. */
+interface ServerSide {
+  readonly log: Logger;
+  readonly keepalive: Keepalive;
+  /** The calls whose socket is open. */
+  readonly open: Set<StreamCall>;
+}
+
 /** One call over one WebSocket. */
 class StreamCall implements Watched {
   readonly ws: WebSocket;
@@ -284,8 +303,9 @@ class StreamCall implements Watched {
   readonly #info: MethodInfo;
   readonly #ctx: CallContext;
   readonly #controller = new CallController((reason) => this.#requests?.end(reason));
-  readonly #log: Logger;
-  readonly #keepalive: Keepalive;
+  readonly #server: ServerSide;
+  /** The response stream of a streaming method, once the chain returned it. */
+  #stream: ResponseStream | undefined;
   /** Why the socket closed, as the handler's abort reason: the client closed it, or it stopped answering. */
   #closeReason = CANCELLED;
   /** Client-streaming and bidi calls: the requests as they arrive. */
@@ -294,12 +314,11 @@ class StreamCall implements Watched {
   #ended = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, deadline: number, log: Logger, keepalive: Keepalive) {
+  constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, deadline: number, server: ServerSide) {
     this.ws = ws;
-    this.#keepalive = keepalive;
+    this.#server = server;
     this.#target = target;
     this.#info = target.method.info;
-    this.#log = log;
     this.#ctx = new CallContext({
       method: this.#info,
       transport: "http",
@@ -315,15 +334,17 @@ class StreamCall implements Watched {
   start(): void {
     const ws = this.ws;
     ws.on("message", (data, isBinary) => this.#onFrame(data, isBinary));
+    this.#server.open.add(this);
     ws.on("close", () => {
-      this.#keepalive.unwatch(this);
+      this.#server.open.delete(this);
+      this.#server.keepalive.unwatch(this);
       clearTimeout(this.#timer);
       this.#requests?.end(this.#closeReason);
       this.#ended = true;
       this.#controller.abort(this.#closeReason);
     });
-    this.#keepalive.watch(this);
-    ws.on("error", (err) => this.#log.debug({ err, path: this.#info.path }, "websocket error"));
+    this.#server.keepalive.watch(this);
+    ws.on("error", (err) => this.#server.log.debug({ err, path: this.#info.path }, "websocket error"));
     if (this.#requests) {
       // The call starts at once; its handler reads the requests as they come.
       this.#started = true;
@@ -334,6 +355,13 @@ class StreamCall implements Watched {
     const wait = Math.min(FIRST_MESSAGE_MS, timerDelay(this.#ctx.deadline));
     const reason = wait < FIRST_MESSAGE_MS ? "deadline exceeded" : `no request message within ${FIRST_MESSAGE_MS / 1000} s`;
     this.#timer = setTimeout(() => this.#finish(new GrpcError(Code.DEADLINE_EXCEEDED, reason)), wait);
+  }
+
+  /** The server is shutting down: the call ends UNAVAILABLE, and the socket closes going away. */
+  goingAway(): Promise<unknown> {
+    const closed = new Promise((resolve) => this.ws.once("close", resolve));
+    this.#finish(SHUTTING_DOWN, GOING_AWAY);
+    return closed;
   }
 
   /** The keepalive found the socket gone: drop the connection; the close ends the call CANCELLED. */
@@ -394,7 +422,8 @@ class StreamCall implements Watched {
       if ("message" in result) {
         if (!this.#ended) ws.send(`{"result":${write(result.message)}}`);
       } else {
-        it = result.stream[Symbol.asyncIterator]();
+        this.#stream = ResponseStream.of(result.stream);
+        it = this.#stream;
         for (;;) {
           const step = await runInContext(ctx, () => it!.next());
           if (step.done) break;
@@ -415,16 +444,20 @@ class StreamCall implements Watched {
     }
   }
 
-  /** The final frame (OK end or error), then a normal close. */
-  #finish(err: unknown): void {
+  /** The final frame (OK end or error), then the close (normal, unless the server is going away). */
+  #finish(err: unknown, closeCode = 1000): void {
     if (this.#ended) return;
     this.#ended = true;
     clearTimeout(this.#timer);
-    // Stops a handler still running: its signal aborts, and a read of its requests fails with the error
-    // (a clean end of input would have it take the messages so far for all of them).
-    if (err !== undefined) this.#controller.abort(err);
+    if (err !== undefined) {
+      // Stops a handler still running: its signal aborts, and a read of its requests fails with the error
+      // (a clean end of input would have it take the messages so far for all of them).
+      this.#controller.abort(err);
+      // A response stream still running ends with it too, so its metrics and log line say what the client got.
+      this.#stream?.fail(err);
+    }
     this.#requests?.return(); // whatever else arrives is discarded
     const frame = err === undefined ? END_FRAME : `{"error":${httpError(err).body}}`;
-    this.ws.send(frame, () => this.ws.close(1000));
+    this.ws.send(frame, () => this.ws.close(closeCode));
   }
 }

@@ -56,6 +56,12 @@ export class GrpcError extends Error {
   }
 }
 
+/**
+ * How a call the server ends because it is shutting down fails: UNAVAILABLE, which tells the client to
+ * retry (elsewhere). One shared instance, so the error reporter can tell it from a real outage and skip it.
+ */
+export const SHUTTING_DOWN = new GrpcError(Code.UNAVAILABLE, "server is shutting down");
+
 /** A status error from a grpc-js client (code + details + metadata), e.g. from a downstream call. */
 interface ServiceErrorLike {
   code: number;

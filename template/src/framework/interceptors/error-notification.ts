@@ -1,4 +1,4 @@
-import { Code, statusCode } from "../call/status.js";
+import { Code, SHUTTING_DOWN, statusCode } from "../call/status.js";
 import type { Call, Interceptor } from "../call/types.js";
 import type { ErrorReporter } from "../errors/reporter.js";
 import { observe } from "./observe.js";
@@ -14,7 +14,7 @@ const REPORTED = new Set<Code>([Code.UNKNOWN, Code.INTERNAL, Code.DATA_LOSS, Cod
 export function errorNotification(reporter: ErrorReporter): Interceptor {
   return (next, method) => {
     const notify = (call: Call, error: unknown) => {
-      if (error === undefined) return;
+      if (error === undefined || error === SHUTTING_DOWN) return; // a shutdown is no outage
       const code = statusCode(error);
       if (!REPORTED.has(code)) return;
       const { ctx } = call;
