@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:
 import { type Message, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
-import { parseGrpcTimeout } from "../call/deadline.js";
+import { deadlineIn, parseGrpcTimeout } from "../call/deadline.js";
 import { drained } from "../call/drained.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
@@ -177,10 +177,9 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const { route, segments } = match;
     req.gatewayRoute = route;
     let request: Message;
-    let deadline = Number.POSITIVE_INFINITY;
+    let deadline: number;
     try {
-      const timeout = parseGrpcTimeout(req.headers["grpc-timeout"]);
-      if (timeout !== undefined) deadline = Date.now() + timeout;
+      deadline = deadlineIn(parseGrpcTimeout(req.headers["grpc-timeout"]));
       request = decodeRequest(route, segments, q === -1 ? "" : url.slice(q + 1), req.body as string | RawBody | undefined);
     } catch (err) {
       return sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
@@ -212,9 +211,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const body = req.raw;
     let requests: AsyncIterator<Message> | undefined;
     try {
-      let deadline = Number.POSITIVE_INFINITY;
-      const timeout = parseGrpcTimeout(req.headers["grpc-timeout"]);
-      if (timeout !== undefined) deadline = Date.now() + timeout;
+      const deadline = deadlineIn(parseGrpcTimeout(req.headers["grpc-timeout"]));
       const decode = streamMessageDecoder(route, segments, q === -1 ? "" : url.slice(q + 1));
       requests = jsonMessages(body, maxMessageBytes, decode);
       const controller = callController(reply);
