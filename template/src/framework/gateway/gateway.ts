@@ -160,19 +160,23 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     return controller;
   };
 
-  const handle = async (req: FastifyRequest, reply: FastifyReply) => {
+  // The handler resolves to nothing, never to the reply: a reply is a thenable, and a promise resolved
+  // with one takes an extra job (and, unless the reply is already sent, an end-of-stream listener).
+  const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const url = req.url;
     const q = url.indexOf("?");
     const path = q === -1 ? url : url.slice(0, q);
     const match = req.gatewayMatch ?? router.match(req.method, path);
     switch (match.kind) {
       case "not-found":
-        return sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found"));
+        sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found"));
+        return;
       case "bad-path":
-        return sendHttpError(reply, new GrpcError(Code.INVALID_ARGUMENT, match.reason));
+        sendHttpError(reply, new GrpcError(Code.INVALID_ARGUMENT, match.reason));
+        return;
       case "method-not-allowed":
-        reply.code(405).header("allow", match.allow.join(", ")).type("application/json");
-        return reply.send(METHOD_NOT_ALLOWED);
+        reply.code(405).header("allow", match.allow.join(", ")).type("application/json").send(METHOD_NOT_ALLOWED);
+        return;
     }
     const { route, segments } = match;
     req.gatewayRoute = route;
@@ -182,17 +186,15 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       deadline = deadlineIn(parseGrpcTimeout(req.headers["grpc-timeout"]));
       request = decodeRequest(route, segments, q === -1 ? "" : url.slice(q + 1), req.body as string | RawBody | undefined);
     } catch (err) {
-      return sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
+      sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
+      return;
     }
     const controller = callController(reply);
     const metadata = metadataFromHeaders(req.headers, policy);
-    if (!route.earlyHeader) {
-      const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline });
-      return respond(req, reply, route, call);
-    }
-    const early = new EarlyHeader();
-    const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline, onHeader: early.send });
-    return respond(req, reply, route, call, early);
+    const early = route.earlyHeader ? new EarlyHeader() : undefined;
+    const call = await invoker.invoke(route.method, request, { metadata, controller, httpPath: path, deadline, onHeader: early?.send });
+    const streaming = respond(req, reply, route, call, early);
+    if (streaming instanceof Promise) await streaming; // a stream (or its error): the handler ends with it
   };
 
   /**
