@@ -9,16 +9,26 @@
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
 // (bench/servers/grpc-js.ts). Sent by h2load as in `make bench` (16 connections × 8 streams).
+//
+//   node --import tsx bench/instructions.ts startup [dist=dist] [starts=3] [KEY=VALUE…]
+//
+// startup: instructions from the start of `node <dist>/main.js` until its first 200 from /readycheck, all
+// threads (GC, compiler) included, for each of `starts` starts; the first fills Node's compile cache when
+// it is cold, so compare the later ones.
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { baseEnv, freePort, HTTP_BODY, h2loadArgs, ROOT, run, sleep } from "./lib.js";
+import { baseEnv, freePort, HTTP_BODY, h2loadArgs, probe, ROOT, run, sleep } from "./lib.js";
 
 const [target = "", dist = "dist", nArg, warmArg, ...pairs] = process.argv.slice(2);
+if (target === "startup") await startup();
 const targets = ["http", "fastify", "grpc", "grpc-js"];
-if (!targets.includes(target)) throw new Error("usage: instructions.ts http|fastify|grpc|grpc-js [dist] [requests] [warmup] [KEY=VALUE…]");
+if (!targets.includes(target))
+  throw new Error(
+    "usage: instructions.ts http|fastify|grpc|grpc-js [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]",
+  );
 const grpc = target === "grpc" || target === "grpc-js";
 /** The bare references run from source and report over IPC. */
 const reference = target === "fastify" || target === "grpc-js";
@@ -100,3 +110,37 @@ try {
   execFileSync("sh", ["-c", `rm -f ${out}*`]);
 }
 process.exit();
+
+async function startup(): Promise<never> {
+  const starts = Number(nArg ?? 3);
+  const given = [warmArg, ...pairs].filter((p): p is string => p?.includes("=") === true);
+  const startEnv = Object.fromEntries(given.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
+  for (let i = 0; i < starts; i++) {
+    const httpPort = await freePort();
+    const file = path.join(os.tmpdir(), `callgrind-startup-${process.pid}-${i}.out`);
+    const child = spawn(
+      "valgrind",
+      ["-q", "--tool=callgrind", `--callgrind-out-file=${file}`, process.execPath, path.join(dist, "main.js")],
+      {
+        cwd: ROOT,
+        env: baseEnv({ GRPC_PORT: String(await freePort()), HTTP_PORT: String(httpPort), ...startEnv }),
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
+    try {
+      while ((await probe(httpPort)) !== 200) {
+        if (child.exitCode !== null) throw new Error("the server exited");
+        await sleep(50);
+      }
+      execFileSync("callgrind_control", ["-d", String(child.pid)], { stdio: "ignore" });
+      await sleep(500);
+      const dump = readFileSync(execFileSync("sh", ["-c", `ls -t ${file}* | head -1`], { encoding: "utf8" }).trim(), "utf8");
+      const count = Number(/^summary:\s+(\d+)/m.exec(dump)?.[1] ?? /^totals:\s+(\d+)/m.exec(dump)?.[1]);
+      process.stdout.write(`startup ${dist} ${given.join(" ")}: start ${i + 1}: ${(count / 1e6).toFixed(0)} M instructions to ready\n`);
+    } finally {
+      child.kill("SIGKILL");
+      execFileSync("sh", ["-c", `rm -f ${file}*`]);
+    }
+  }
+  process.exit();
+}
