@@ -1,8 +1,27 @@
-import type { DescMethodServerStreaming, DescMethodUnary, DescService, Message, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type {
+  DescMessage,
+  DescMethodBiDiStreaming,
+  DescMethodClientStreaming,
+  DescMethodServerStreaming,
+  DescMethodUnary,
+  DescService,
+  Message,
+  MessageInitShape,
+  MessageShape,
+} from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
-import { type ChannelCredentials, type ChannelOptions, credentials, Client as GrpcClient, Metadata } from "@grpc/grpc-js";
+import {
+  type ChannelCredentials,
+  type ChannelOptions,
+  type ClientDuplexStream,
+  type ClientWritableStream,
+  credentials,
+  Client as GrpcClient,
+  Metadata,
+} from "@grpc/grpc-js";
 import { context, propagation } from "@opentelemetry/api";
 import { currentContext } from "../call/context.js";
+import { drained } from "../call/drained.js";
 import type { ClientMetrics } from "../metrics/client-metrics.js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
 import { metricsInterceptor } from "./metrics-interceptor.js";
@@ -36,13 +55,36 @@ type StreamMethod<M extends DescMethodServerStreaming> = (
   options?: CallOptions,
 ) => AsyncIterable<MessageShape<M["output"]>>;
 
+/**
+ * Sends the requests as the iterable yields them (waiting while the connection is full: back-pressure),
+ * half-closes when it ends, and resolves to the one response. If the iterable throws, the call is
+ * cancelled and the promise rejects with that error; if the call ends first, the iterable is closed.
+ */
+type ClientStreamMethod<M extends DescMethodClientStreaming> = (
+  requests: AsyncIterable<MessageInitShape<M["input"]>>,
+  options?: CallOptions,
+) => Promise<MessageShape<M["output"]>>;
+/**
+ * Sends the requests as the iterable yields them, and yields the responses as they arrive; both run at
+ * once. Stopping the iteration early (`break`) cancels the call; an error of the requests ends it too,
+ * and the iteration throws that error.
+ */
+type BidiStreamMethod<M extends DescMethodBiDiStreaming> = (
+  requests: AsyncIterable<MessageInitShape<M["input"]>>,
+  options?: CallOptions,
+) => AsyncIterable<MessageShape<M["output"]>>;
+
 /** A promise-based gRPC client typed from the generated service: `await client.echo({ message: "hi" })`. */
 export type Client<S extends DescService> = {
   [K in keyof S["method"]]: S["method"][K] extends DescMethodUnary
     ? UnaryMethod<S["method"][K]>
     : S["method"][K] extends DescMethodServerStreaming
       ? StreamMethod<S["method"][K]>
-      : never;
+      : S["method"][K] extends DescMethodClientStreaming
+        ? ClientStreamMethod<S["method"][K]>
+        : S["method"][K] extends DescMethodBiDiStreaming
+          ? BidiStreamMethod<S["method"][K]>
+          : never;
 } & { close(): void };
 
 /** grpc-js service config: UNAVAILABLE is retried with exponential back-off (transparent to callers). */
@@ -89,7 +131,6 @@ export function createClient<S extends DescService>(service: S, address: string,
 
   const client: Record<string, unknown> = { close: () => grpc.close() };
   for (const m of service.methods) {
-    if (m.methodKind !== "unary" && m.methodKind !== "server_streaming") continue;
     const d = grpcMethodDefinition(m);
     // Resolved once per method, so a call only adds to its series.
     const interceptors = options.metrics ? [metricsInterceptor(options.metrics.method(m))] : undefined;
@@ -108,6 +149,32 @@ export function createClient<S extends DescService>(service: S, address: string,
           );
           callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
         });
+    } else if (m.methodKind === "client_streaming") {
+      client[m.localName] = (requests: AsyncIterable<object>, callOptions: CallOptions = {}) =>
+        new Promise<Message>((resolve, reject) => {
+          const { md, deadline } = prepare(callOptions);
+          const sending: Sending = {};
+          const call = grpc.makeClientStreamRequest(
+            d.path,
+            d.requestSerialize,
+            d.responseDeserialize,
+            md,
+            { deadline, interceptors },
+            // A failure of the requests wins over the CANCELLED the call then ends with.
+            (err, res) => (err ? reject(sending.failed ? sending.error : err) : resolve(res as Message)),
+          );
+          callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+          void sendAll(requests, call, m.input, sending);
+        });
+    } else if (m.methodKind === "bidi_streaming") {
+      client[m.localName] = (requests: AsyncIterable<object>, callOptions: CallOptions = {}) => {
+        const { md, deadline } = prepare(callOptions);
+        const call = grpc.makeBidiStreamRequest(d.path, d.requestSerialize, d.responseDeserialize, md, { deadline, interceptors });
+        callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        const sending: Sending = {};
+        void sendAll(requests, call, m.input, sending);
+        return responsesOf(call, sending);
+      };
     } else {
       client[m.localName] = (request: object, callOptions: CallOptions = {}) => {
         const { md, deadline } = prepare(callOptions);
@@ -125,4 +192,59 @@ export function createClient<S extends DescService>(service: S, address: string,
     }
   }
   return client as Client<S>;
+}
+
+/** How the sending of a stream's requests failed, if it did. */
+interface Sending {
+  failed?: boolean;
+  error?: unknown;
+}
+
+/**
+ * Writes each request as `requests` yields it, waiting for `drain` when grpc-js's buffer is full, then
+ * half-closes. Stops (closing `requests`) once the call has its status. If `requests` throws, the error
+ * is kept in `sending` and the call is cancelled.
+ */
+async function sendAll(
+  requests: AsyncIterable<object>,
+  call: ClientWritableStream<Message> | ClientDuplexStream<Message, Message>,
+  input: DescMessage,
+  sending: Sending,
+): Promise<void> {
+  const it = requests[Symbol.asyncIterator]();
+  let over = false;
+  call.once("status", () => {
+    over = true;
+    // Asks a source still producing to stop (it runs its `finally`): the call wants nothing more.
+    it.return?.()?.catch(() => {});
+  });
+  try {
+    for (;;) {
+      const step = await it.next();
+      if (over) break;
+      if (step.done) {
+        call.end();
+        return;
+      }
+      if (!call.write(create(input, step.value as never))) await drained(call, "status");
+    }
+    await it.return?.();
+  } catch (error) {
+    sending.failed = true;
+    sending.error = error;
+    call.cancel();
+  }
+}
+
+/** The responses of a bidi call as they arrive; leaving early cancels the call; a failure of the requests is the error thrown. */
+async function* responsesOf(call: ClientDuplexStream<Message, Message>, sending: Sending): AsyncGenerator<Message> {
+  let finished = false;
+  try {
+    for await (const message of call as AsyncIterable<Message>) yield message;
+    finished = true;
+  } catch (err) {
+    throw sending.failed ? sending.error : err;
+  } finally {
+    if (!finished) call.cancel();
+  }
 }
