@@ -110,11 +110,20 @@ function refusal(call: GrpcCall): GrpcError | undefined {
 
 /**
  * Whether the end of the client's messages is a half-close. A grpc-js client that cancels sends
- * END_STREAM and then RST_STREAM, so the input ends exactly as on a half-close and the cancel only
- * follows: the end is confirmed after the socket has been polled once more (the event loop's check
- * phase twice: a cancel that came with the end, or just after it, has been seen by then). A cancel
- * fails the handler's read and aborts its signal instead, so a partial input is never taken for the
- * whole. Once per call, when its input ends; nothing per message.
+ * END_STREAM and then RST_STREAM (Node's Http2Stream.close() ends the writable side before resetting),
+ * so the input ends exactly as on a half-close and the cancel only follows: the end is confirmed after
+ * the socket has been polled once more (the event loop's check phase twice: a cancel that came with the
+ * end, or just after it, has been seen by then). A cancel fails the handler's read and aborts its signal
+ * instead, so a partial input is never taken for the whole. Once per call, when its input ends; nothing
+ * per message.
+ *
+ * There is no cleaner signal to wait for: when the end arrives, neither grpc-js (call.cancelled, its
+ * onCancel, which it learns from the HTTP/2 stream's close) nor the HTTP/2 stream itself (closed,
+ * destroyed, rstCode, aborted) shows the cancel yet; they all change only once the RST_STREAM frame is
+ * read. Measured with grpc-js 1.14 on Node 24 over loopback: after cancel(), the reset is seen before the
+ * first check phase; after end() then cancel(), before the second. A client that cancels later than
+ * that, over a slow link, had half-closed first: to the server its input was complete (grpc-go clients
+ * send RST_STREAM alone, so there the question never arises).
  */
 function endOfInput(call: GrpcCall, ctx: CallContext, cancellation: GrpcCancellation): Promise<void> {
   if (Date.now() >= ctx.deadline) expire(ctx);
