@@ -14,6 +14,7 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { BadRequestSchema } from "../../src/gen/google/rpc/error_details_pb.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { handled } from "./support/metrics.js";
 
 type Protocol = "connect-json" | "connect-binary" | "grpc-web-binary" | "grpc-web-json";
 
@@ -29,15 +30,6 @@ function transport(protocol: Protocol, baseUrl: string): Transport {
       // The Node transport never sends the base64 text form; a raw request below does.
       return createGrpcWebTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false });
   }
-}
-
-/** `grpc_server_handled_total` for one method and code, from /metrics. */
-async function handled(server: TestServer, method: string, code: string): Promise<number> {
-  const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
-  const line = text
-    .split("\n")
-    .find((l) => l.startsWith("grpc_server_handled_total{") && l.includes(`grpc_method="${method}"`) && l.includes(`grpc_code="${code}"`));
-  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
 }
 
 describe("gRPC-Web and Connect on the HTTP port", () => {

@@ -11,6 +11,7 @@ import { Code, defineService } from "../../src/framework/index.js";
 import { metadataOf, type RawClient, rawClient, statusOfCall } from "../../src/framework/testing/grpc-streams.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { ChatRequestSchema, CountdownRequestSchema, EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { handled } from "./support/metrics.js";
 
 /** Encodes to more than 4 bytes. */
 const LONG = "hello";
@@ -29,15 +30,6 @@ const service = defineService(FixtureService, {
     },
   },
 });
-
-/** `grpc_server_handled_total` of one method and code. */
-async function handled(server: TestServer, method: string, code: string): Promise<number> {
-  const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
-  const line = text
-    .split("\n")
-    .find((l) => l.startsWith("grpc_server_handled_total{") && l.includes(`grpc_method="${method}"`) && l.includes(`grpc_code="${code}"`));
-  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
-}
 
 async function responseLine(server: TestServer, method: string): Promise<Record<string, unknown>> {
   for (;;) {

@@ -12,6 +12,7 @@ import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { handled } from "./support/metrics.js";
 
 interface Outcome {
   frames: unknown[];
@@ -177,16 +178,9 @@ describe("WebSocket streams", () => {
   });
 
   test("each stream is one call in the metrics", async () => {
-    const count = async () => {
-      const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
-      const line = text
-        .split("\n")
-        .find((l) => l.startsWith("grpc_server_handled_total{") && l.includes('grpc_method="Countdown"') && l.includes('grpc_code="OK"'));
-      return Number(line?.slice(line.lastIndexOf(" ") + 1) ?? 0);
-    };
-    const before = await count();
+    const before = await handled(server, "Countdown", "OK");
     await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":2}']);
-    assert.equal(await count(), before + 1);
+    assert.equal(await handled(server, "Countdown", "OK"), before + 1);
   });
 });
 
