@@ -1,5 +1,5 @@
 // End to end, the way users get it: pack the scaffolder as npm would publish it, run the tarball's bin with
-// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` (and in one, after adding an RPC to its proto, `make test-framework`) inside each
+// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` (and in one, after replacing its own service by another, `make test-framework`) inside each
 // generated repository. Slow (two `npm install`s and two test suites): `make test-e2e` runs it alone.
 //
 // E2E_KEEP=1 keeps the temp directory for inspection.
@@ -194,15 +194,6 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     t.diagnostic(`make lint ${lint.ms} ms, make test ${r.ms} ms`);
   });
 
-  // The framework's own suite must not depend on the user's service shape: run it in the renamed repository
-  // after an RPC was added to the service's own proto and handlers (new-rpc SERVICE=demo above).
-  test("make test-framework (the vendored framework's suite) passes in the renamed repo after an RPC was added to its proto", { timeout: 20 * MINUTE }, async (t) => {
-    assert.match(fs.readFileSync(path.join(dir, "proto/demo/v1/demo.proto"), "utf8"), /rpc Reverse\(/);
-    const r = await run("make", ["test-framework"], dir, 20 * MINUTE);
-    assertOk(r, "make test-framework in demo-svc");
-    t.diagnostic(`make test-framework took ${r.ms} ms`);
-  });
-
   test("the started service answers each new method, all four kinds, over gRPC (buf curl, by reflection) and REST, and documents them in Swagger", { timeout: 5 * MINUTE }, async () => {
     const server = await startService(dir);
     try {
@@ -244,6 +235,27 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     } finally {
       await server.stop();
     }
+  });
+
+  // The framework's own suite must not depend on the user's service: it runs against its own fixture service
+  // (test/proto/fixture/). Here the repo's own service is deleted outright (its proto with the RPC added above,
+  // its handlers, its tests, its place in src/main.ts), leaving only the billing service the generator made.
+  test("make test-framework (the vendored framework's suite) passes in the renamed repo after its own service was replaced by another", { timeout: 20 * MINUTE }, async (t) => {
+    assert.match(fs.readFileSync(path.join(dir, "proto/demo/v1/demo.proto"), "utf8"), /rpc Reverse\(/);
+    for (const rel of ["proto/demo", "src/service/demo-service.ts", "test/demo-service.test.ts", "test/demo-streams.test.ts"]) {
+      assert.ok(fs.existsSync(path.join(dir, rel)), rel);
+      fs.rmSync(path.join(dir, rel), { recursive: true });
+    }
+    fs.writeFileSync(
+      path.join(dir, "src/main.ts"),
+      'import { run } from "./framework/index.js";\nimport { billingService } from "./service/billing-service.js";\n\nawait run([billingService]);\n',
+    );
+    assertOk(await run("make", ["generate"], dir, 5 * MINUTE), "make generate without the demo proto");
+    assert.ok(!fs.existsSync(path.join(dir, "src/gen/demo")), "no generated code of the deleted proto is left");
+    const r = await run("make", ["test-framework"], dir, 20 * MINUTE);
+    assertOk(r, "make test-framework in demo-svc");
+    assert.ok(r.output.includes("✔ the framework's tests import nothing of your service"), "the suite checks its own independence");
+    t.diagnostic(`make test-framework took ${r.ms} ms`);
   });
 });
 
