@@ -2,14 +2,14 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
-import { EchoRequestSchema, EchoResponseSchema, ExampleService } from "../../gen/example/v1/example_pb.js";
+import { EchoRequestSchema, EchoResponseSchema, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Call, CallResult } from "../call/types.js";
 import { defaultTimeout } from "./timeout.js";
 
-const echo = methodInfo(ExampleService.method.echo);
+const echo = methodInfo(FixtureService.method.echo);
 const callOf = (deadline = Number.POSITIVE_INFINITY): Call => ({
   method: echo,
   ctx: new CallContext({ method: echo, transport: "grpc", metadata: new Metadata(), deadline }),

@@ -19,7 +19,7 @@ import {
   oneof as oneofRules,
 } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { Metadata } from "@grpc/grpc-js";
-import { ExampleService } from "../../gen/example/v1/example_pb.js";
+import { FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
@@ -87,24 +87,24 @@ describe("validation rules of a request type, found at start-up", () => {
     for (const init of [{}, { v: -1n, s: "" }, { self: { self: { v: 3n } } }]) {
       assert.equal(validator.validate(plain, create(plain, init as never)).kind, "valid");
     }
-    assert.equal(hasValidationRules(ExampleService.method.sum.input), false, "SumRequest");
+    assert.equal(hasValidationRules(FixtureService.method.sum.input), false, "SumRequest");
   });
 
   test("a rule on a field, a oneof, the message, or on a type held in a field, list or map (however deep) counts", () => {
     for (const name of ["Ruled", "HoldsRuled", "ListOfRuled", "MapOfRuled", "DeepRuled", "RequiredOneof", "MessageRule"]) {
       assert.equal(hasValidationRules(type(name)), true, name);
     }
-    assert.equal(hasValidationRules(ExampleService.method.echo.input), true, "EchoRequest");
-    assert.equal(hasValidationRules(ExampleService.method.chat.input), true, "ChatRequest");
+    assert.equal(hasValidationRules(FixtureService.method.echo.input), true, "EchoRequest");
+    assert.equal(hasValidationRules(FixtureService.method.chat.input), true, "ChatRequest");
   });
 
   test("the interceptor leaves a method whose request has no rules alone, and still refuses a nested invalid message", async () => {
     const answered: Next = async () => ({ message: create(type("Plain")) });
-    const sum = methodInfo(ExampleService.method.sum);
+    const sum = methodInfo(FixtureService.method.sum);
     assert.equal(validate()(answered, sum), answered, "no step of its own for SumRequest");
 
     // A method whose request type holds a ruled type: the nested message is checked.
-    const holds = { ...methodInfo(ExampleService.method.echo), desc: { ...ExampleService.method.echo, input: type("DeepRuled") } };
+    const holds = { ...methodInfo(FixtureService.method.echo), desc: { ...FixtureService.method.echo, input: type("DeepRuled") } };
     const step = validate()(answered, holds as never);
     assert.notEqual(step, answered);
     const call = (request: Message) => ({
