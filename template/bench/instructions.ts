@@ -9,6 +9,9 @@
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
 // (bench/servers/grpc-js.ts). Sent by h2load as in `make bench` (16 connections × 8 streams).
+// CALLGRIND_KEEP=<file> keeps the dump of the measured requests there, for `callgrind_annotate <file>`:
+// V8's builtins (Builtins_*), the garbage collector and Node's C++ are named in it (JIT-compiled
+// JavaScript is not), which shows where two builds' counts differ.
 //
 //   node --import tsx bench/instructions.ts startup [dist=dist] [starts=3] [KEY=VALUE…]
 //
@@ -16,7 +19,7 @@
 // threads (GC, compiler) included, for each of `starts` starts; the first fills Node's compile cache when
 // it is cold, so compare the later ones.
 import { execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { copyFileSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -100,7 +103,9 @@ try {
   await send(N);
   execFileSync("callgrind_control", ["-d", String(child.pid)], { stdio: "ignore" });
   await sleep(500);
-  const dumps = readFileSync(execFileSync("sh", ["-c", `ls -t ${out}* | head -1`], { encoding: "utf8" }).trim(), "utf8");
+  const dump = execFileSync("sh", ["-c", `ls -t ${out}* | head -1`], { encoding: "utf8" }).trim();
+  const dumps = readFileSync(dump, "utf8");
+  if (process.env.CALLGRIND_KEEP) copyFileSync(dump, process.env.CALLGRIND_KEEP);
   const total = Number(/^summary:\s+(\d+)/m.exec(dumps)?.[1] ?? /^totals:\s+(\d+)/m.exec(dumps)?.[1]);
   process.stdout.write(
     `${target} ${dist} ${Object.keys(env).length ? pairs.join(" ") : ""}: ${(total / N / 1000).toFixed(1)} k instructions per request (${N} requests after ${WARM})\n`,
