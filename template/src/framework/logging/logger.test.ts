@@ -3,8 +3,9 @@ import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
-import { batchedDestination } from "./logger.js";
+import { batchedDestination, configureLogging, requestLogger, rootLogger } from "./logger.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "batched-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,5 +49,48 @@ describe("the batched log destination", () => {
       (out as unknown as { flush(cb: (err?: Error) => void): void }).flush((err) => (err ? reject(err) : resolve())),
     );
     assert.equal(readFileSync(file, "utf8"), '{"msg":"held"}\n');
+  });
+});
+
+describe("a call's logger", () => {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk).replace(/"@timestamp":"[^"]+",/, ""));
+      done();
+    },
+  });
+  configureLogging({ level: "info", format: "json", destination: destination as never });
+  after(() => configureLogging({ level: "info", format: "json", destination: new Writable({ write: (_c, _e, done) => done() }) as never }));
+
+  test("writes the call's fields (read at write time), follows the process level, and logs at debug when the call asks", () => {
+    const fields: Record<string, unknown> = { grpcMethod: "/a.B/C", trace: "t1" };
+    const log = requestLogger(fields, false);
+    log.debug("hidden");
+    log.info({ x: 1 }, "shown");
+    fields.late = true;
+    log.warn("late field");
+    requestLogger(fields, true).debug("asked for debug");
+    rootLogger().level = "warn";
+    requestLogger(fields, false).info("hidden at warn");
+    requestLogger(fields, false).error({ e: 2 }, "err");
+    requestLogger(fields, false).child({ sub: "y" }).error("from a child");
+    rootLogger().level = "info";
+    assert.deepEqual(lines, [
+      '{"level":"info","grpcMethod":"/a.B/C","trace":"t1","x":1,"msg":"shown"}\n',
+      '{"level":"warn","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"late field"}\n',
+      '{"level":"debug","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"asked for debug"}\n',
+      '{"level":"error","grpcMethod":"/a.B/C","trace":"t1","late":true,"e":2,"msg":"err"}\n',
+      '{"level":"error","sub":"y","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"from a child"}\n',
+    ]);
+  });
+
+  test("a call's debug level stays its own", () => {
+    lines.length = 0;
+    const debug = requestLogger({ n: 1 }, true);
+    const plain = requestLogger({ n: 2 }, false);
+    debug.debug("one");
+    plain.debug("two");
+    assert.deepEqual(lines, ['{"level":"debug","n":1,"msg":"one"}\n']);
   });
 });

@@ -133,11 +133,22 @@ export function rootLogger(): Logger {
 
 /** A logger for one call: its lines carry `fields`, and it logs at debug when `debug` is set. */
 export function requestLogger(fields: Record<string, unknown>, debug: boolean): Logger {
-  const child = root.child({}) as WithFields;
+  // What root.child({}) makes, once: pino's child is an object whose prototype is its parent, plus its own
+  // formatters and (here empty) bindings. Each call's logger derives from this one the same way and adds
+  // only its field bag, instead of rebuilding the same formatters and bindings per call. The level stays
+  // inherited from the process logger unless the call asks for debug.
+  if (callTemplate === undefined || callTemplateRoot !== root) {
+    callTemplate = root.child({});
+    callTemplateRoot = root;
+  }
+  const child = Object.create(callTemplate) as WithFields;
   child[FIELDS] = fields;
   if (debug) child.level = "debug";
   return child;
 }
+
+let callTemplate: Logger | undefined;
+let callTemplateRoot: Logger | undefined;
 
 // Every call's `ctx.logger` is a request logger of the process logger.
 setCallLogging({ forCall: requestLogger, level: () => root.level });
