@@ -165,7 +165,8 @@ export function authInterceptor(config: Config, services: readonly AuthScope[] =
           call.ctx.logger.warn(dropped > 0 ? { ...fields, reason, dropped } : { ...fields, reason }, "unauthenticated");
         throw unauthenticated();
       }
-      return next(call);
+      // Awaited: an async function returning a promise adopts it through one more job than an await takes.
+      return await next(call);
     };
   };
 }
