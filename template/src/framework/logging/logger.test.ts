@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
-import { batchedDestination, configureLogging, requestLogger, rootLogger } from "./logger.js";
+import { batchedDestination, configureLogging, requestLogger, rootLogger, timestampAt } from "./logger.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "batched-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,5 +92,14 @@ describe("a call's logger", () => {
     debug.debug("one");
     plain.debug("two");
     assert.deepEqual(lines, ['{"level":"debug","n":1,"msg":"one"}\n']);
+  });
+});
+
+describe("the log timestamp", () => {
+  test("is toISOString's text for every millisecond of a second, across seconds, days and years, in any order", () => {
+    const starts = [0, Date.UTC(2026, 10, 24, 1, 59, 59), Date.UTC(1999, 11, 31, 23, 59, 59), Date.UTC(9999, 11, 31, 23, 59, 59), -1500];
+    const times = starts.flatMap((start) => Array.from({ length: 2500 }, (_, i) => start + i));
+    times.push(Date.UTC(10_000, 0, 1, 0, 0, 0, 5), Date.UTC(2026, 0, 1), Date.UTC(10_000, 0, 1, 0, 0, 1, 42), 0);
+    for (const t of times) assert.equal(timestampAt(t), `,"@timestamp":"${new Date(t).toISOString()}"`, String(t));
   });
 });
