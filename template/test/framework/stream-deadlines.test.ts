@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { type IncomingMessage, request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code as ConnectCode, ConnectError, createClient as createConnectClient } from "@connectrpc/connect";
@@ -76,6 +77,30 @@ describe("a stream's deadline ends the call even when the handler ignores its si
         assert.equal(lines[1].error.code, Code.DEADLINE_EXCEEDED);
         const line = await responseLine(server, "Countdown");
         assert.equal(line.grpcCode, "DeadlineExceeded");
+      });
+
+      test("a bidi call whose handler waits for a request that never comes ends with a DEADLINE_EXCEEDED line", async () => {
+        const url = new URL(`${server.httpUrl}/api/v1/chat`);
+        const req = request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { "grpc-timeout": "200m" },
+        });
+        req.write(`${JSON.stringify({ text: "hi" })}\n`); // and the body stays open
+        const [res] = (await once(req, "response")) as [IncomingMessage];
+        let body = "";
+        for await (const chunk of res) body += chunk;
+        req.destroy();
+        const lines = body
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l));
+        assert.deepEqual(lines[0], { result: { text: "hi", seq: 0 } });
+        assert.equal(lines.length, 2);
+        assert.equal(lines[1].error.code, Code.DEADLINE_EXCEEDED);
+        assert.equal((await responseLine(server, "Chat")).grpcCode, "DeadlineExceeded");
       });
     });
   }
