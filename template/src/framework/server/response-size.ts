@@ -22,7 +22,8 @@ export class ResponseLimit {
   encode(type: DescMessage, message: Message): Buffer {
     const bytes = toBinary(type, message);
     if (bytes.byteLength > this.maxBytes) throw tooLarge(bytes.byteLength, this.maxBytes);
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // A copy, as grpc-js's own encoding made: a Buffer viewing the same memory costs more to make (measured).
+    return Buffer.from(bytes);
   }
 
   /** Checks a single response (unary, client-streaming), keeping its bytes for the adapter when they may be sent. */
