@@ -212,7 +212,7 @@ export function grpcHandler(method: BoundMethod) {
           (result) => {
             cancellation.answered = true;
             ctx.sendHeader();
-            callback(null, "message" in result ? (wireResponse(result.message) as Message) : undefined, ctx.responseTrailer);
+            callback(null, "message" in result ? (wireResponse(result) as Message) : undefined, ctx.responseTrailer);
           },
           (err: unknown) => {
             cancellation.answered = true;
@@ -230,7 +230,7 @@ export function grpcHandler(method: BoundMethod) {
             if (cancellation.cancelled) return; // nobody left to tell
             cancellation.answered = true;
             ctx.sendHeader();
-            callback(null, "message" in result ? (wireResponse(result.message) as Message) : undefined, ctx.responseTrailer);
+            callback(null, "message" in result ? (wireResponse(result) as Message) : undefined, ctx.responseTrailer);
           },
           (err: unknown) => {
             if (cancellation.cancelled) return;

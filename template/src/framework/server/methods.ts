@@ -37,8 +37,7 @@ function handlerStep(info: MethodInfo, handler: AnyHandler, limit: ResponseLimit
         return async (call) => ({ message: create(output, (await handler(call.request as never, call.ctx)) as never) });
       return async (call) => {
         const message = create(output, (await handler(call.request as never, call.ctx)) as never);
-        if (call.ctx.transport === "grpc") limit.check(output, message);
-        return { message };
+        return call.ctx.transport === "grpc" ? limit.check(output, message) : { message };
       };
     case "server_streaming": {
       // The handler's generator is the stream itself: the chain's hooks and the `create` of each message
@@ -56,8 +55,7 @@ function handlerStep(info: MethodInfo, handler: AnyHandler, limit: ResponseLimit
           // An invalid message the handler caught still fails the call.
           if (requests.failed) throw requests.error;
           const message = create(output, response as never);
-          if (limit !== undefined && call.ctx.transport === "grpc") limit.check(output, message);
-          return { message };
+          return limit !== undefined && call.ctx.transport === "grpc" ? limit.check(output, message) : { message };
         } catch (err) {
           throw requests.failed ? requests.error : err;
         } finally {
