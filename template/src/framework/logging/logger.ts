@@ -99,13 +99,25 @@ export function batchedDestination(dest: number | string = 1): DestinationStream
   const flushSync = out.flushSync.bind(out);
   let pending = "";
   let scheduled = false;
+  /** Bytes handed to sonic-boom that it has not written yet. */
+  let unwritten = 0;
   /** Hands the joined lines to sonic-boom, in order; its return value is sonic-boom's (below its high-water mark). */
   const handOver = (): boolean => {
     if (pending === "") return true;
-    const batch = pending;
+    const batch = Buffer.from(pending);
     pending = "";
-    return write(Buffer.from(batch) as unknown as string);
+    unwritten += batch.length;
+    return write(batch as unknown as string);
   };
+  out.on("write", (n: number) => {
+    unwritten -= n;
+  });
+  // sonic-boom ignores a flush() that comes while one of its writes is in flight, and after that write writes
+  // the rest only once minLength is buffered again: a quiet service's last lines would wait for more lines
+  // that may never come. They go out as soon as the write in flight is done, unless the timer is on its way.
+  out.on("drain", () => {
+    if (unwritten > 0 && !scheduled) flushAsync();
+  });
   const flush = () => {
     scheduled = false;
     try {
@@ -129,6 +141,7 @@ export function batchedDestination(dest: number | string = 1): DestinationStream
   out.flushSync = () => {
     handOver();
     flushSync();
+    unwritten = 0;
   };
   return out;
 }
