@@ -23,6 +23,9 @@ function recover(err: unknown, ctx: CallContext): GrpcError {
   if (status) return status;
   // The call was cancelled (client gone, deadline, force-stop) and the handler stopped on its signal: not a bug.
   if (ctx.aborted) {
+    // Aborted with a status (the deadline, a shutdown, an interceptor's): the call ends with the code its client got.
+    const reason = asGrpcError(ctx.signal.reason);
+    if (reason) return reason;
     const code = ctx.abortCode();
     return new GrpcError(code, code === Code.DEADLINE_EXCEEDED ? "deadline exceeded" : "call cancelled", { cause: err });
   }
