@@ -254,7 +254,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assert.ok(!fs.existsSync(path.join(dir, "src/gen/demo")), "no generated code of the deleted proto is left");
     const r = await run("make", ["test-framework"], dir, 20 * MINUTE);
     assertOk(r, "make test-framework in demo-svc");
-    assert.ok(r.output.includes("✔ the framework's tests import nothing of your service"), "the suite checks its own independence");
+    assert.ok(r.output.includes("✔ the framework's tests use nothing of your service"), "the suite checks its own independence");
     t.diagnostic(`make test-framework took ${r.ms} ms`);
   });
 });

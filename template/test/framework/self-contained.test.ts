@@ -18,8 +18,8 @@ function tsFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** What each framework file imports from your service: src/service/, src/main.ts or your generated code. */
-function importsOfYourService(file: string, source: string): string[] {
+/** What a framework file uses of your service: imports of src/service/, src/main.ts or your generated code, src/main.ts as a process. */
+function usesOfYourService(file: string, source: string): string[] {
   const found: string[] = [];
   for (const [, spec] of source.matchAll(SPECIFIER)) {
     if (!spec?.startsWith(".")) continue;
@@ -28,19 +28,23 @@ function importsOfYourService(file: string, source: string): string[] {
       found.push(`${file} imports ${spec}`);
     }
   }
+  // A process started from src/main.ts (startServiceProcess("src/main.ts"), or a constant holding it): the
+  // tests start test/framework/fixtures/fixture-main.ts instead. (deploy-image builds src/main.ts on purpose,
+  // through the Dockerfile, and names it only in lists of paths.)
+  for (const [use] of source.matchAll(/(?:\(|=)\s*["'`]src\/main\.ts["'`]/g)) found.push(`${file} starts src/main.ts: ${use}`);
   return found;
 }
 
-test("the framework's tests import nothing of your service: not its handlers, its generated code nor src/main.ts", () => {
+test("the framework's tests use nothing of your service: not its handlers, its generated code nor src/main.ts", () => {
   const files = ["src/framework", "test/framework", "test/system"]
     .flatMap(tsFiles)
     .filter((f) => f !== "test/framework/self-contained.test.ts");
   assert.ok(files.length > 50, `found the framework's files (${files.length})`);
-  const found = files.flatMap((f) => importsOfYourService(f, readFileSync(join(ROOT, f), "utf8")));
+  const found = files.flatMap((f) => usesOfYourService(f, readFileSync(join(ROOT, f), "utf8")));
   assert.deepEqual(found, []);
 });
 
-test("the check finds an import of your service, your generated code and src/main.ts, and allows the vendored protos'", () => {
+test("the check finds an import of your service, your generated code and src/main.ts, and a process started from src/main.ts; it allows the vendored protos'", () => {
   const source = [
     'import { orders } from "../../src/service/orders-service.js";',
     'import { OrdersService } from "../../src/gen/orders/v1/orders_pb.js";',
@@ -48,10 +52,15 @@ test("the check finds an import of your service, your generated code and src/mai
     'import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";',
     'import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";',
     'import { Code } from "../../src/framework/index.js";',
+    'const service = startServiceProcess("src/main.ts", {});',
+    'const MAIN = "src/main.ts";',
+    'for (const probe of ["src/main.ts", "/swagger/src/main.ts"]) {}',
   ].join("\n");
-  assert.deepEqual(importsOfYourService("test/framework/x.test.ts", source), [
+  assert.deepEqual(usesOfYourService("test/framework/x.test.ts", source), [
     "test/framework/x.test.ts imports ../../src/service/orders-service.js",
     "test/framework/x.test.ts imports ../../src/gen/orders/v1/orders_pb.js",
     "test/framework/x.test.ts imports ../../src/main.js",
+    'test/framework/x.test.ts starts src/main.ts: ("src/main.ts"',
+    'test/framework/x.test.ts starts src/main.ts: = "src/main.ts"',
   ]);
 });
