@@ -5,7 +5,7 @@ import type { CallAbortController } from "../call/lazy-abort.js";
 import { RequestStream } from "../call/request-stream.js";
 import { asGrpcError } from "../call/status.js";
 import { type CallResult, streamsResponses } from "../call/types.js";
-import { GATEWAY_PATH_KEY } from "../server/grpc-adapter.js";
+import { GATEWAY_PATH_KEY, gatewayPathValue } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
 import { GrpcWireClient, type WireClientOptions } from "./grpc-wire-client.js";
 
@@ -152,7 +152,7 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
           return Promise.resolve({ header, trailer, result: { error } });
         }
       }
-      metadata.set(GATEWAY_PATH_KEY, httpPath);
+      metadata.set(GATEWAY_PATH_KEY, gatewayPathValue(httpPath));
       const call = { path: method.info.path, metadata, message, messages, deadline, signal: controller.signal, header, trailer, onHeader };
       const decode = decoderOf(method);
       if (!streamsResponses(method.info.kind)) {

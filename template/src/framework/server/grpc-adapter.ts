@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
 import type {
   Metadata,
@@ -22,6 +23,15 @@ import { wireResponse } from "./response-size.js";
 
 /** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */
 export const GATEWAY_PATH_KEY = "x-gateway-http-path";
+
+// Any gRPC client can send that header too: only a value that starts with this process's random token (which
+// the gateway, in the same process, knows) is taken as the HTTP path; anything else is not logged as one.
+const GATEWAY_PATH_TOKEN = `${randomBytes(16).toString("base64url")}:`;
+
+/** The value the gateway sends in GATEWAY_PATH_KEY for an HTTP path. */
+export function gatewayPathValue(httpPath: string): string {
+  return GATEWAY_PATH_TOKEN + httpPath;
+}
 
 type GrpcCall =
   | ServerUnaryCall<Message, Message>
@@ -67,16 +77,24 @@ function sendHeaderOf(call: GrpcCall): (header: Metadata) => void {
 
 function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation): CallContext {
   const deadline = call.getDeadline();
-  const httpPath = call.metadata.get(GATEWAY_PATH_KEY)[0];
+  const httpPath = gatewayPathOf(call.metadata);
   return new CallContext({
     method: info,
     transport: "grpc",
     metadata: call.metadata,
     controller: new LazyAbortController(cancellation),
     deadline: deadline instanceof Date ? deadline.getTime() : deadline,
-    httpPath: typeof httpPath === "string" ? httpPath : undefined,
+    httpPath,
     sendHeader: sendHeaderOf(call),
   });
+}
+
+/** The HTTP path the gateway sent, if it did; the header is removed either way, so handlers never see it. */
+function gatewayPathOf(metadata: Metadata): string | undefined {
+  const [value] = metadata.get(GATEWAY_PATH_KEY);
+  if (value === undefined) return undefined;
+  metadata.remove(GATEWAY_PATH_KEY);
+  return typeof value === "string" && value.startsWith(GATEWAY_PATH_TOKEN) ? value.slice(GATEWAY_PATH_TOKEN.length) : undefined;
 }
 
 /**
