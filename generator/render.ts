@@ -31,10 +31,12 @@ export interface RenderResult {
 // Template-local state that must never reach a generated repo.
 const SKIP_DIRS = new Set(["node_modules", "dist", "coverage", ".tmp", ".git"]);
 const SKIP_PATHS = new Set(["src/gen", "test/gen"]);
+/** The benchmarks' builds at the top (dist-bench/, A/B builds such as dist-a/). */
+const BENCH_BUILD = /^dist-[^/]*$/;
 
 function skipped(rel: string, isDir: boolean): boolean {
   const base = path.posix.basename(rel);
-  if (isDir) return SKIP_DIRS.has(base) || SKIP_PATHS.has(rel);
+  if (isDir) return SKIP_DIRS.has(base) || SKIP_PATHS.has(rel) || BENCH_BUILD.test(rel);
   return base === ".env" || base.endsWith(".tgz");
 }
 

@@ -109,7 +109,7 @@ const VERBATIM = ["src/gen", "proto/google", "proto/grpc", "proto/buf"]; // gene
 function templateTextFiles(rel = ""): string[] {
   return fs.readdirSync(path.join(template, rel), { withFileTypes: true }).flatMap((e) => {
     const child = rel ? `${rel}/${e.name}` : e.name;
-    if (SKIP.has(e.name) || VERBATIM.includes(child)) return [];
+    if (SKIP.has(e.name) || VERBATIM.includes(child) || /^dist-[^/]*$/.test(child)) return [];
     if (e.isDirectory()) return templateTextFiles(child);
     return e.isFile() ? [child] : [];
   });

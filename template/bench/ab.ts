@@ -1,9 +1,10 @@
-// A/B of two builds of the service beside their bare reference, for hot-path work on a busy machine:
+// A/B of two builds of the framework's fixture service (bench/proto.ts) beside their bare reference, for hot-path work on a busy machine:
 // the servers are measured in interleaved rounds (ref, A, B, ref, A, B, …) and the medians printed, with
 // the server CPU time per request, which other load on the machine moves much less than req/s.
 //
-//   node --import tsx scripts/build.ts dist-a      # the "before" build, e.g. on the previous commit
-//   node --import tsx bench/ab.ts in-process|grpc|server|client|bidi|startup dist-a dist [rounds=5] [seconds=5] [KEY=VALUE…]
+//   node --import tsx bench/build.ts dist-a        # the "before" build, e.g. on the previous commit
+//   node --import tsx bench/build.ts               # the "after" build, into dist-bench
+//   node --import tsx bench/ab.ts in-process|grpc|server|client|bidi|startup dist-a dist-bench [rounds=5] [seconds=5] [KEY=VALUE…]
 //
 // in-process loads POST /api/v1/echo with wrk (reference: bare fastify); grpc loads Echo with h2load
 // (reference: bare grpc-js); server, client and bidi stream Countdown, Sum and Chat as make bench does

@@ -1,9 +1,9 @@
-// Instructions per request of the compiled service, counted by valgrind's callgrind: unlike time, the
+// Instructions per request of the compiled fixture service (bench/build.ts, bench/proto.ts), counted by valgrind's callgrind: unlike time, the
 // count barely moves with other load on the machine, so small hot-path changes can be compared on a
 // busy one. The service runs under callgrind (30-100× slower), gets a warm-up, then its counters are
 // zeroed, N requests are sent, and the count is dumped and divided by N.
 //
-//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js [dist=dist] [requests=2000] [warmup=3000] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
 //
 // http: POST /api/v1/echo to the service (GATEWAY_MODE=in-process unless given); fastify: the same to
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
@@ -13,7 +13,7 @@
 // V8's builtins (Builtins_*), the garbage collector and Node's C++ are named in it (JIT-compiled
 // JavaScript is not), which shows where two builds' counts differ.
 //
-//   node --import tsx bench/instructions.ts startup [dist=dist] [starts=3] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts startup [dist=dist-bench] [starts=3] [KEY=VALUE…]
 //
 // startup: instructions from the start of `node <dist>/main.js` until its first 200 from /readycheck, all
 // threads (GC, compiler) included, for each of `starts` starts; the first fills Node's compile cache when
@@ -23,9 +23,9 @@ import { copyFileSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { baseEnv, freePort, HTTP_BODY, h2loadArgs, probe, ROOT, run, sleep } from "./lib.js";
+import { BENCH_DIST, baseEnv, checkGrpc, freePort, HTTP_BODY, h2loadArgs, probe, ROOT, run, sleep } from "./lib.js";
 
-const [target = "", dist = "dist", nArg, warmArg, ...pairs] = process.argv.slice(2);
+const [target = "", dist = BENCH_DIST, nArg, warmArg, ...pairs] = process.argv.slice(2);
 if (target === "startup") await startup();
 const targets = ["http", "fastify", "grpc", "grpc-js"];
 if (!targets.includes(target))
@@ -98,6 +98,8 @@ try {
       break;
     await sleep(500);
   }
+  // h2load sees HTTP 200 only: one checked call first, so a build that answers UNIMPLEMENTED is not measured.
+  if (grpc) await checkGrpc({ name: reference ? target : dist, port });
   await send(WARM);
   execFileSync("callgrind_control", ["-z", String(child.pid)], { stdio: "ignore" });
   await send(N);

@@ -1,5 +1,6 @@
-// The bench's building blocks: processes (tracked, pinned, always reaped), the servers under test, the
-// load generators and their parsing. Used by run.ts (`make bench`) and profile.ts.
+// The bench's building blocks: processes (tracked, pinned, always reaped), the servers under test (the
+// framework's fixture service, compiled into dist-bench/, and the bare references), the load generators and
+// their parsing. Used by run.ts (`make bench`), soak.ts, ab.ts, profile.ts and the other bench scripts.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -9,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Client, credentials, Metadata } from "@grpc/grpc-js";
+import { Client, credentials, Metadata, status } from "@grpc/grpc-js";
 import { EchoRequestSchema, EchoResponseSchema, Service } from "./proto.js";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -78,7 +79,13 @@ export async function cleanup(): Promise<void> {
 
 export const leftovers = () => children.size;
 
-/** Fails early, naming the make target that installs or builds what is missing: h2load, wrk and dist/main.js. */
+/**
+ * The compiled service the benchmarks run: the framework's fixture service (bench/proto.ts), built by
+ * bench/build.ts as `npm run build` builds yours into dist/.
+ */
+export const BENCH_DIST = "dist-bench";
+
+/** Fails early, naming the make target that installs or builds what is missing: h2load, wrk and dist-bench/main.js. */
 export function requireBenchInputs(target: string): void {
   for (const [tool, args] of [
     ["h2load", ["--version"]],
@@ -86,8 +93,8 @@ export function requireBenchInputs(target: string): void {
   ] as const) {
     if (spawnSync(tool, args).error) throw new Error(`${tool} is missing: \`make ${target}\` installs nghttp2-client and wrk with apt-get`);
   }
-  if (!existsSync(path.join(ROOT, "dist", "main.js")))
-    throw new Error(`dist/main.js is missing: run \`npm run build\` (make ${target} does)`);
+  if (!existsSync(path.join(ROOT, BENCH_DIST, "main.js")))
+    throw new Error(`${BENCH_DIST}/main.js is missing: run \`node --import tsx bench/build.ts\` (make ${target} does)`);
 }
 
 /**
@@ -265,11 +272,11 @@ export async function startBench(name: string, script: string, ...args: string[]
   return { name, child, port, counts };
 }
 
-/** The compiled service (dist/main.js, or another build's entry) with its default configuration, logs to a file. */
+/** The compiled fixture service (dist-bench/main.js, or another build's entry) with its default configuration, logs to a file. */
 export async function startService(
   name: string,
   extra: Record<string, string> = {},
-  main = "dist/main.js",
+  main = path.join(BENCH_DIST, "main.js"),
 ): Promise<Server & { httpPort: number }> {
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const env = { GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0", ...extra };
@@ -344,7 +351,7 @@ export async function waitReady(port: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 // One real request to each server before loading it: the payload is right and the answer is the echo.
 
-export async function checkGrpc(s: Server): Promise<void> {
+export async function checkGrpc(s: Pick<Server, "name" | "port">): Promise<void> {
   const client = new Client(`127.0.0.1:${s.port}`, credentials.createInsecure());
   try {
     const reply = await new Promise<unknown>((resolve, reject) =>
@@ -356,7 +363,14 @@ export async function checkGrpc(s: Server): Promise<void> {
         new Metadata(),
         (err, value) => (err ? reject(err) : resolve(value)),
       ),
-    );
+    ).catch((err: { code?: number }) => {
+      // A build of your service (npm run build) rather than of the fixture service: h2load would count its
+      // UNIMPLEMENTED answers (HTTP 200) as calls.
+      if (err.code !== status.UNIMPLEMENTED) throw err;
+      throw new Error(
+        `${s.name} does not serve ${ECHO_PATH}: the bench runs the fixture service, built by \`node --import tsx bench/build.ts [outdir]\``,
+      );
+    });
     const r = reply as { message: string; traceId: string; receivedAt?: unknown };
     if (r.message !== MESSAGE || !r.traceId || !r.receivedAt) throw new Error(`${s.name}: unexpected Echo reply ${JSON.stringify(r)}`);
   } finally {

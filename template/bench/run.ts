@@ -1,4 +1,7 @@
-// `make bench`: the service side by side with its references, in one run on this machine.
+// `make bench`: the framework side by side with its references, in one run on this machine. "ours" is the
+// framework's fixture service (bench/proto.ts: the same Echo, Countdown, Sum and Chat as the template's first
+// service), compiled into dist-bench/ the way `npm run build` compiles yours, so the bench keeps working
+// whatever your proto becomes.
 //
 // Every server is its own process, pinned to CPU 0 when the machine has two CPUs or more; this script
 // and the load generators (h2load, wrk, the SSE client) run on CPU 1. Each group's servers are started
@@ -15,6 +18,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { WS_PROTOCOL } from "../src/framework/browser/websocket.js";
 import {
+  BENCH_DIST,
   checkGrpc,
   checkHttp,
   cpuTime,
@@ -345,7 +349,7 @@ async function startupGroup(): Promise<void> {
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
     const env = { GRPC_PORT: String(grpcPort), HTTP_PORT: String(httpPort), GRPC_GRACEFUL_DURATION_IN_SECONDS: "0" };
     const t0 = performance.now();
-    const { child, log } = launch("ours: start-up", ["dist/main.js"], env, false);
+    const { child, log } = launch("ours: start-up", [path.join(BENCH_DIST, "main.js")], env, false);
     await Promise.race([waitReady(httpPort), exited(child, log), timeout(30_000, "the service did not get ready")]);
     times.push(performance.now() - t0);
     cpu.push(cpuTime(child.pid) / 1000);
@@ -356,7 +360,7 @@ async function startupGroup(): Promise<void> {
     rss.push(Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024);
     await stop(child);
   }
-  section(`Start-up of the compiled service (node dist/main.js), ${STARTUP_RUNS} runs: median (p50) and worst (p99 column)`);
+  section(`Start-up of the compiled service (node ${BENCH_DIST}/main.js), ${STARTUP_RUNS} runs: median (p50) and worst (p99 column)`);
   const t = median(times);
   rows.push({
     name: "  spawn → first 200 from /readycheck (ms)",
@@ -382,7 +386,7 @@ async function startupGroup(): Promise<void> {
   });
   if (own.length) notes.push(`start-up: the service's own startup_ms (process start → ready, in its log) median ${median(own)} ms`);
   notes.push(
-    "start-up: the cpu column is the CPU time the process used until ready (median); every run reads the compile cache the build left in dist/.compile-cache, as the first start of a container from the image does",
+    `start-up: the cpu column is the CPU time the process used until ready (median); every run reads the compile cache the build left in ${BENCH_DIST}/.compile-cache, as the first start of a container from the image does`,
   );
 }
 
@@ -402,7 +406,7 @@ async function main(): Promise<void> {
   if (only.has("ws")) await wsGroup();
   if (only.has("startup")) await startupGroup();
   notes.push(
-    "Servers log as a user runs them: the service with its defaults (LOG_LEVEL=info, JSON, one response-time line per call), written to a file; the references do not log.",
+    "Servers log as a user runs them: the fixture service with the defaults (LOG_LEVEL=info, JSON, one response-time line per call), written to a file; the references do not log.",
     "errors: HTTP non-2xx, socket errors and timeouts seen by the load tool, plus gRPC calls the server did not answer OK (from its own counts).",
     `Whole bench: ${Math.round((performance.now() - started) / 1000)} s; load average at the end ${loadavg()}.`,
   );

@@ -1,4 +1,4 @@
-// `make soak`: the compiled service (dist/main.js) under mixed load for a while — gRPC Echo with h2load and
+// `make soak`: the compiled fixture service (dist-bench/main.js, see bench/proto.ts) under mixed load for a while — gRPC Echo with h2load and
 // POST /api/v1/echo with wrk, both at once, as fast as they go — then: failed requests (seen by the load
 // tools and by the service's own /metrics), the status counts, the requests/s reached and the process's RSS
 // at the start, middle and end, with a verdict on growth.
@@ -12,6 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import {
+  BENCH_DIST,
   CPUS,
   checkGrpc,
   checkHttp,
@@ -92,7 +93,7 @@ async function main(): Promise<void> {
     `node:     ${process.version}; @grpc/grpc-js ${pkgVersion("@grpc/grpc-js")}, fastify ${pkgVersion("fastify")}`,
     `tools:    ${firstLine("h2load", ["--version"])}; ${firstLine("wrk", ["-v"])}`,
     `commit:   ${firstLine("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"])}${sourceModified() ? " (src modified)" : ""}`,
-    `service:  node dist/main.js, default settings${GATEWAY_MODE ? ` but GATEWAY_MODE=${GATEWAY_MODE}` : ""} (gateway ${service.ready?.gatewayMode}), logs to a file`,
+    `service:  node ${BENCH_DIST}/main.js (the fixture service), default settings${GATEWAY_MODE ? ` but GATEWAY_MODE=${GATEWAY_MODE}` : ""} (gateway ${service.ready?.gatewayMode}), logs to a file`,
     `load:     ${WARMUP} s warm-up + ${SECONDS} s, at once: h2load -c ${SHAPE.clients} -m ${SHAPE.streams} gRPC Echo (${readFileSync(GRPC_BODY).length}-byte frame) and wrk -c ${WRK_CONNECTIONS} POST ${ECHO_ROUTE} (${HTTP_BODY.length}-byte JSON)`,
   ];
   process.stderr.write(`${header.join("\n")}\n`);

@@ -3,7 +3,9 @@
 // hundreds of files to resolve and translate halves the start-up time and trims the idle memory; the
 // compile cache takes most of what is left of compiling it (BENCHMARKS.md, "Start-up and idle memory").
 //
-//   node --import tsx scripts/build.ts [outdir=dist]
+//   node --import tsx scripts/build.ts [outdir=dist] [entry=src/main.ts]
+//
+// (bench/build.ts builds the framework's fixture service into dist-bench/ with it, for the benchmarks.)
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -16,6 +18,7 @@ import { bundlePatches } from "./bundle-patches.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const outdir = path.resolve(ROOT, process.argv[2] ?? "dist");
+const entry = path.resolve(ROOT, process.argv[3] ?? "src/main.ts");
 
 // Kept as separate modules, loaded from node_modules/ at run time:
 const external = [
@@ -117,7 +120,7 @@ const namedExportsOfDynamicCommonJs: Plugin = {
 };
 
 await build({
-  entryPoints: [{ in: path.join(ROOT, "src/main.ts"), out: "service" }],
+  entryPoints: [{ in: entry, out: "service" }],
   outdir,
   bundle: true,
   platform: "node",

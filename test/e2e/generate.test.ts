@@ -1,5 +1,5 @@
 // End to end, the way users get it: pack the scaffolder as npm would publish it, run the tarball's bin with
-// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` (and in one, after replacing its own service by another, `make test-framework`) inside each
+// `npm exec` (what `npm create grpc-svc` does) with stdin not a TTY, then run `make test` (and in one, after replacing its own service by another, `make test-framework` and a quick `make bench`) inside each
 // generated repository. Slow (two `npm install`s and two test suites): `make test-e2e` runs it alone.
 //
 // E2E_KEEP=1 keeps the temp directory for inspection.
@@ -259,6 +259,20 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assert.ok(!fs.existsSync(path.join(dir, "src/gen/demo")), "no generated code of the deleted proto is left");
     assert.ok(r.output.includes("✔ the framework's tests use nothing of your service"), "the suite checks its own independence");
     t.diagnostic(`make test-framework took ${r.ms} ms`);
+  });
+
+  // make bench measures the framework on its fixture service (dist-bench/), never the repo's own service: it
+  // still runs once that service is gone (deleted by the test above). Quick mode: gRPC unary, one 1 s run.
+  test("make bench runs (quick mode: gRPC unary, one 1 s run) after the repo's own service was replaced by another", { timeout: 10 * MINUTE }, async (t) => {
+    assert.ok(!fs.existsSync(path.join(dir, "proto/demo")), "the repo's own service is gone");
+    const quick = { BENCH_ONLY: "grpc", BENCH_SECONDS: "1", BENCH_RUNS: "1", BENCH_WARMUP: "1" };
+    const r = await run("make", ["bench"], dir, 10 * MINUTE, quick);
+    assertOk(r, "make bench in demo-svc");
+    // name, req/s, p50, p99, cpu µs/req, errors, …: the framework answered every call of both load shapes.
+    const rows = [...r.stdout.matchAll(/^ {2}ours, full default chain ÷ bare grpc-js \(protobuf-es\)\s+[\d,]+\s+\S+\s+\S+\s+\S+\s+(\d+)\s/gm)];
+    assert.equal(rows.length, 2, `one row per load shape:\n${r.stdout}`);
+    for (const [row, errors] of rows) assert.equal(errors, "0", row);
+    t.diagnostic(`make bench (quick) took ${r.ms} ms`);
   });
 });
 

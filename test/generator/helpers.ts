@@ -67,13 +67,13 @@ export function makeSyntheticTemplate(root: string): string {
   write(t, "deploy/k8s/deployment.yaml", "metadata:\n  name: example\nspec:\n  image: example:latest\n");
   write(t, "deploy/grafana/dashboard.json",
     '{"title":"example","expr":"rate(grpc_server_handled_total{grpc_service=\\"example.v1.ExampleService\\"}[5m])","legendFormat":"{{instance}}"}\n');
-  for (const skip of ["node_modules/x/index.js", "dist/main.js", "coverage/lcov.info", ".tmp/x", "app-0.1.0.tgz"]) {
+  for (const skip of ["node_modules/x/index.js", "dist/main.js", "dist-bench/main.js", "coverage/lcov.info", ".tmp/x", "app-0.1.0.tgz"]) {
     write(t, skip, "example\n");
   }
   return t;
 }
 
-const SKIP = /(^|\/)(node_modules|dist|coverage|\.tmp)(\/|$)|^src\/gen(\/|$)|(^|\/)\.env$|\.tgz$/;
+const SKIP = /(^|\/)(node_modules|dist|coverage|\.tmp)(\/|$)|^dist-[^/]*(\/|$)|^src\/gen(\/|$)|(^|\/)\.env$|\.tgz$/;
 
 /** Stand-ins for files the real template may not have yet (it is being written in parallel). */
 const STAND_INS: Record<string, string> = {

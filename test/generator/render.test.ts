@@ -152,11 +152,11 @@ describe("rendering edge cases", () => {
     assert.equal(fs.readFileSync(path.join(out, "keep.txt"), "utf8"), "mine\n");
   });
 
-  it("skips node_modules, dist, src/gen, test/gen, .env, *.tgz, .tmp and coverage", () => {
+  it("skips node_modules, dist, the benchmarks' dist-bench, src/gen, test/gen, .env, *.tgz, .tmp and coverage", () => {
     const t = makeSyntheticTemplate(tmpDir());
     write(t, "test/gen/gatewaytest/v1/library_pb.ts", "// generated from test/proto\n");
     const listed = listTemplateFiles(t);
-    for (const f of listed) assert.doesNotMatch(f, /node_modules|^dist\/|^src\/gen\/|^test\/gen\/|(^|\/)\.env$|\.tgz$|^\.tmp\/|^coverage\//);
+    for (const f of listed) assert.doesNotMatch(f, /node_modules|^dist(-[^/]*)?\/|^src\/gen\/|^test\/gen\/|(^|\/)\.env$|\.tgz$|^\.tmp\/|^coverage\//);
     assert.ok(listed.includes(".env.example"));
   });
 });

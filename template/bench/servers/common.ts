@@ -1,5 +1,5 @@
-// Shared by the bare reference servers and the peer: the same Echo handler as the service's
-// (message, trace ID, received_at), and a way to report counts to the bench over the IPC channel.
+// Shared by the bare reference servers and the peer: the same Echo handler as the fixture service's
+// (bench/proto.ts: message, trace ID, received_at), and a way to report counts to the bench over the IPC channel.
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";

@@ -20,14 +20,16 @@ interface EchoRequest {
   traceId: string;
 }
 
+// The fixture's proto is in test/proto/; the protos it imports (buf/validate, google/api) are in proto/.
+const TEST_PROTO = fileURLToPath(new URL("../../test/proto", import.meta.url));
 const PROTO = fileURLToPath(new URL("../../proto", import.meta.url));
-const definition = loadSync(path.join(PROTO, `${Service.file.name}.proto`), {
-  includeDirs: [PROTO],
+const definition = loadSync(path.join(TEST_PROTO, `${Service.file.name}.proto`), {
+  includeDirs: [TEST_PROTO, PROTO],
   longs: String,
   enums: String,
   defaults: true,
 });
-// The service's constructor, found by its full name ("example.v1.ExampleService") in the loaded package tree.
+// The service's constructor, found by its full name ("fixture.v1.FixtureService") in the loaded package tree.
 let node: unknown = loadPackageDefinition(definition);
 for (const part of Service.typeName.split(".")) node = (node as Record<string, unknown>)[part];
 const service = (node as { service: ServiceDefinition }).service;

@@ -1,6 +1,7 @@
-// The framework's own tests (src/framework/, test/framework/, test/system/) run against the test-only fixture
-// service (test/proto/fixture/, test/framework/fixtures/), never against yours: your proto, handlers and
-// src/main.ts are yours to change, and the framework suite must stay green whatever you do to them.
+// The framework's own tests (src/framework/, test/framework/, test/system/) and its benchmarks (bench/) run
+// against the test-only fixture service (test/proto/fixture/, test/framework/fixtures/), never against
+// yours: your proto, handlers and src/main.ts are yours to change, and the framework suite and `make bench`
+// must keep working whatever you do to them.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -40,6 +41,14 @@ test("the framework's tests use nothing of your service: not its handlers, its g
     .flatMap(tsFiles)
     .filter((f) => f !== "test/framework/self-contained.test.ts");
   assert.ok(files.length > 50, `found the framework's files (${files.length})`);
+  const found = files.flatMap((f) => usesOfYourService(f, readFileSync(join(ROOT, f), "utf8")));
+  assert.deepEqual(found, []);
+});
+
+test("the benchmarks (bench/) use nothing of your service either: they run the fixture service, so make bench keeps working when your proto changes", () => {
+  const files = tsFiles("bench");
+  assert.ok(files.includes(join("bench", "proto.ts")), `found the bench's files (${files.length})`);
+  assert.match(readFileSync(join(ROOT, "bench/proto.ts"), "utf8"), /from "\.\.\/test\/gen\/fixture\/v1\/fixture_pb\.js"/);
   const found = files.flatMap((f) => usesOfYourService(f, readFileSync(join(ROOT, f), "utf8")));
   assert.deepEqual(found, []);
 });
