@@ -18,6 +18,7 @@ interface Generators {
   planService(repo: Repo, name: string): Change[];
   planRpc(repo: Repo, answers: { service: string; name: string; kind: string; http?: string }): Change[];
   planPart(repo: Repo, answers: { name: string; service?: string }, kind: "interceptor" | "worker"): Change[];
+  partServiceProblem(repo: Repo, service: string): string | undefined;
   apply(root: string, changes: Change[], options: { generate: boolean }): string;
 }
 
