@@ -1,17 +1,20 @@
-import { type DescMethod, type DescService, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+import { binaryCodec } from "../codec/codec.js";
 
-/** A grpc-js method definition whose (de)serialisers are protobuf-es, from the descriptor alone. */
+/** A grpc-js method definition whose (de)serialisers are the compiled protobuf-es codecs, from the descriptor alone. */
 export function grpcMethodDefinition(m: DescMethod): MethodDefinition<Message, Message> {
+  const input = binaryCodec(m.input);
+  const output = binaryCodec(m.output);
   return {
     path: `/${m.parent.typeName}/${m.name}`,
     requestStream: m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming",
     responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
-    requestSerialize: (message) => Buffer.from(toBinary(m.input, message)),
-    requestDeserialize: (bytes) => fromBinary(m.input, bytes),
+    requestSerialize: (message) => input.encode(message),
+    requestDeserialize: (bytes) => input.decode(bytes),
     // The server may hand over bytes it already encoded (server/response-size.ts).
-    responseSerialize: (message: Message | Buffer) => (message instanceof Uint8Array ? message : Buffer.from(toBinary(m.output, message))),
-    responseDeserialize: (bytes) => fromBinary(m.output, bytes),
+    responseSerialize: (message: Message | Buffer) => (message instanceof Uint8Array ? message : output.encode(message)),
+    responseDeserialize: (bytes) => output.decode(bytes),
     originalName: m.localName,
   };
 }
