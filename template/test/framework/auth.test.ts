@@ -16,6 +16,7 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { bufCurl } from "./support/buf-curl.js";
 
 const run = promisify(execFile);
 
@@ -336,14 +337,7 @@ describe("routes that skip auth", () => {
           assert.equal(update.status, 1, "Health/Watch streams SERVING");
           break;
         }
-        const { stdout } = await run("node_modules/.bin/buf", [
-          "curl",
-          "--protocol",
-          "grpc",
-          "--http2-prior-knowledge",
-          "--list-methods",
-          `http://${server.grpcAddress}`,
-        ]);
+        const stdout = await bufCurl("--list-methods", `http://${server.grpcAddress}`);
         assert.match(stdout, /^fixture\.v1\.FixtureService\/Echo$/m, "reflection answers");
         for (const p of ["/healthcheck", "/readycheck"]) assert.equal((await fetch(`${server.httpUrl}${p}`)).status, 200, p);
         // The operational routes are plain HTTP routes outside the chain: whatever they answer, it is never 401.

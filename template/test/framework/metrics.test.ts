@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { connect as http2Connect } from "node:http2";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
@@ -11,6 +9,7 @@ import { statusOf } from "../../src/framework/testing/status.js";
 import { Health } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { bufCurl } from "./support/buf-curl.js";
 
 const SERVICE = "fixture.v1.FixtureService";
 const METHODS = [
@@ -326,14 +325,7 @@ describe("/metrics", () => {
     const health = server.client(Health);
     assert.equal((await health.check({ service: "" })).status, 1);
     assert.equal((await health.check({ service: SERVICE })).status, 1);
-    await promisify(execFile)("node_modules/.bin/buf", [
-      "curl",
-      "--protocol",
-      "grpc",
-      "--http2-prior-knowledge",
-      "--list-methods",
-      `http://${server.grpcAddress}`,
-    ]);
+    await bufCurl("--list-methods", `http://${server.grpcAddress}`);
     for (const path of ["/healthcheck", "/readycheck", "/metrics", "/metrics"]) {
       assert.equal((await fetch(`${server.httpUrl}${path}`)).status, 200, path);
     }

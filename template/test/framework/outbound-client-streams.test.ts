@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { type CallContext, type Client, Code, defineService, type GrpcError } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 /** What the downstream handlers saw of each call. */
 const seen: { method: string; traceId: string; deadline: number }[] = [];
@@ -16,15 +17,10 @@ let chatEnded: (reason: unknown) => void = () => {};
 
 const downstream = defineService(FixtureService, {
   handlers: {
+    // The fixture's Sum, once the call is recorded.
     async sum(requests, ctx: CallContext) {
       seen.push({ method: "Sum", traceId: ctx.traceId, deadline: ctx.deadline });
-      let sum = 0n;
-      let count = 0;
-      for await (const request of requests) {
-        sum += request.value;
-        count++;
-      }
-      return { sum, count };
+      return fixtureService.handlers.sum!(requests, ctx);
     },
     async *chat(requests, ctx: CallContext) {
       seen.push({ method: "Chat", traceId: ctx.traceId, deadline: ctx.deadline });

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
-import { promisify } from "node:util";
 import { create, fromBinary, getExtension, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Client, credentials } from "@grpc/grpc-js";
@@ -16,14 +14,7 @@ import {
 } from "../../src/gen/grpc/reflection/v1/reflection_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
 import { createLibrary } from "./gateway-library.js";
-
-const run = promisify(execFile);
-
-/** The real `buf curl`, which knows nothing of our protos: everything it learns comes from reflection. */
-async function bufCurl(...args: string[]): Promise<string> {
-  const { stdout } = await run("node_modules/.bin/buf", ["curl", "--protocol", "grpc", "--http2-prior-knowledge", ...args]);
-  return stdout;
-}
+import { bufCurl } from "./support/buf-curl.js";
 
 let server: TestServer;
 before(async () => {

@@ -14,6 +14,7 @@ import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { type CallContext, Code, defineService, GrpcError } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { TestService } from "../gen/grpc/testing/test_pb.js";
+import { waitFor } from "./support/wait.js";
 
 describe("WebSocket keepalive", () => {
   let server: TestServer;
@@ -161,11 +162,3 @@ describe("WebSocket deadlines", () => {
     }
   });
 });
-
-async function waitFor<T>(find: () => T | undefined): Promise<T> {
-  for (;;) {
-    const found = find();
-    if (found !== undefined) return found;
-    await new Promise((r) => setImmediate(r));
-  }
-}

@@ -13,6 +13,7 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
 import { handled } from "./support/metrics.js";
+import { waitFor } from "./support/wait.js";
 
 interface Outcome {
   frames: unknown[];
@@ -254,11 +255,3 @@ describe("WebSocket streams with authentication on", () => {
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 });
-
-async function waitFor<T>(find: () => T | undefined): Promise<T> {
-  for (;;) {
-    const found = find();
-    if (found !== undefined) return found;
-    await new Promise((r) => setImmediate(r));
-  }
-}
