@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { fromBinary, fromJsonString, type Message, toBinary } from "@bufbuild/protobuf";
+import { fromJsonString, type Message } from "@bufbuild/protobuf";
 import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn } from "../call/deadline.js";
+import { binaryCodec } from "../codec/codec.js";
 import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
@@ -42,7 +43,7 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
         try {
           request = json
             ? fromJsonString(info.desc.input, body.toString("utf8"), { ignoreUnknownFields: true })
-            : fromBinary(info.desc.input, body);
+            : binaryCodec(info.desc.input).decode(body);
         } catch (err) {
           return sendError(res, new ConnectError(`cannot decode request: ${(err as Error).message}`, ConnectCode.InvalidArgument));
         }
@@ -50,7 +51,7 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
           (result) => {
             if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
             // Zero-valued fields left out, byte for byte as connect-es writes JSON (compiled at start-up).
-            const out = json ? jsonWriter(info.desc.output, false)(result.message) : toBinary(info.desc.output, result.message);
+            const out = json ? jsonWriter(info.desc.output, false)(result.message) : binaryCodec(info.desc.output).encode(result.message);
             const head: Record<string, string | string[]> = {
               "content-type": json ? "application/json" : "application/proto",
               "content-length": String(Buffer.byteLength(out)),

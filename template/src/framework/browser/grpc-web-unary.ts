@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import type { Message } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn, parseGrpcTimeout } from "../call/deadline.js";
 import { Code, GrpcError } from "../call/status.js";
+import { binaryCodec } from "../codec/codec.js";
 import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
@@ -43,7 +44,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
     .then((bytes) => {
       let request: Message;
       try {
-        request = fromBinary(info.desc.input, bytes);
+        request = binaryCodec(info.desc.input).decode(bytes);
       } catch (err) {
         throw new GrpcError(Code.INVALID_ARGUMENT, `cannot decode request: ${(err as Error).message}`);
       }
@@ -52,7 +53,7 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
     .then(
       (result) => {
         if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);
-        const data = toBinary(info.desc.output, result.message);
+        const data = binaryCodec(info.desc.output).encode(result.message);
         const trailer = frame(TRAILER_FLAG, Buffer.from(`grpc-status: 0\r\ngrpc-message: \r\n${metadataLines(ctx.responseTrailer)}`));
         const head = headersFromMetadata(ctx.responseHeader, "") ?? {};
         head["content-type"] = CONTENT_TYPE;

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { fromJsonString, type Message, mergeFromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromJsonString, type Message, mergeFromBinary } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -13,6 +13,7 @@ import { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError, SHUTTING_DOWN } from "../call/status.js";
 import { type MethodInfo, streamsRequests } from "../call/types.js";
+import { binaryCodec } from "../codec/codec.js";
 import { httpError } from "../errors/http.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
@@ -153,7 +154,7 @@ function resolve(url: string, byPath: Map<string, BoundMethod>, router: Router<G
   const route = match.route;
   try {
     const message = decodeRequest(route, match.segments, q === -1 ? "" : url.slice(q + 1), undefined);
-    return { method: route.method, fromUrl: toBinary(route.method.info.desc.input, message) };
+    return { method: route.method, fromUrl: binaryCodec(route.method.info.desc.input).encode(message) };
   } catch (err) {
     refuseUpgrade(socket, 400, Code.INVALID_ARGUMENT, (err as Error).message);
     return undefined;
@@ -407,6 +408,7 @@ class StreamCall implements Watched {
   #decode(text: string): Message {
     const input = this.#info.desc.input;
     const message = fromJsonString(input, text, JSON_READ);
+    // protobuf-es's merge, not the compiled codec: a decode that falls back half-way would have changed the message.
     if (this.#target.fromUrl) mergeFromBinary(input, message, this.#target.fromUrl);
     return message;
   }

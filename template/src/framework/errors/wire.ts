@@ -1,9 +1,10 @@
-import { create, createMutableRegistry, fromBinary, type Message, type Registry, toBinary, toJson } from "@bufbuild/protobuf";
+import { create, createMutableRegistry, type Message, type Registry, toJson } from "@bufbuild/protobuf";
 import { type Any, AnySchema, anyPack } from "@bufbuild/protobuf/wkt";
 import type { Metadata, ServiceError } from "@grpc/grpc-js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
+import { binaryCodec } from "../codec/codec.js";
 
 /** The standard trailer carrying a binary google.rpc.Status with typed details. */
 const DETAILS_KEY = "grpc-status-details-bin";
@@ -30,8 +31,10 @@ export function toServiceError(err: unknown, ...extra: Metadata[]): Partial<Serv
   for (const md of extra) metadata.merge(md);
   if (status.details.length > 0) {
     const details = status.details.map((d) => pack(d, detailTypes)).filter((a): a is Any => a !== undefined);
-    const bin = toBinary(StatusSchema, create(StatusSchema, { code: status.code, message: status.message, details }));
-    metadata.set(DETAILS_KEY, Buffer.from(bin));
+    metadata.set(
+      DETAILS_KEY,
+      binaryCodec(StatusSchema).encode(create(StatusSchema, { code: status.code, message: status.message, details })),
+    );
   }
   return { code: status.code, details: status.message, metadata };
 }
@@ -41,7 +44,7 @@ export function detailsFromMetadata(metadata: Metadata | undefined): Any[] {
   const bin = metadata?.get(DETAILS_KEY)[0];
   if (!(bin instanceof Buffer)) return [];
   try {
-    return fromBinary(StatusSchema, bin).details;
+    return binaryCodec(StatusSchema).decode(bin).details;
   } catch {
     return []; // a malformed trailer loses the details, never the status
   }

@@ -1,10 +1,11 @@
-import { type DescMessage, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
 import type { CallAbortController } from "../call/lazy-abort.js";
 import { RequestStream } from "../call/request-stream.js";
 import { asGrpcError } from "../call/status.js";
 import { type CallResult, streamsResponses } from "../call/types.js";
+import { binaryCodec } from "../codec/codec.js";
 import { GATEWAY_PATH_KEY, gatewayPathValue } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
 import { GrpcWireClient, type WireClientOptions } from "./grpc-wire-client.js";
@@ -133,8 +134,8 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
   const decoderOf = (m: BoundMethod) => {
     let d = decoders.get(m.info.path);
     if (!d) {
-      const output = m.info.desc.output;
-      decoders.set(m.info.path, (d = (bytes) => fromBinary(output, bytes)));
+      const output = binaryCodec(m.info.desc.output);
+      decoders.set(m.info.path, (d = (bytes) => output.decode(bytes)));
     }
     return d;
   };
@@ -147,7 +148,7 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
       if (requests) messages = encoded(requests, method.info.desc.input);
       else {
         try {
-          message = toBinary(method.info.desc.input, request);
+          message = binaryCodec(method.info.desc.input).encode(request);
         } catch (error) {
           return Promise.resolve({ header, trailer, result: { error } });
         }
@@ -169,11 +170,12 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
 }
 
 /** The requests serialised one by one as they are read; `return()` reaches the source. */
-function encoded(requests: AsyncIterator<Message>, input: DescMessage): AsyncIterator<Uint8Array> {
+function encoded(requests: AsyncIterator<Message>, desc: DescMessage): AsyncIterator<Uint8Array> {
+  const input = binaryCodec(desc);
   return {
     async next() {
       const step = await requests.next();
-      return step.done ? step : { done: false, value: toBinary(input, step.value) };
+      return step.done ? step : { done: false, value: input.encode(step.value) };
     },
     async return() {
       await requests.return?.();
