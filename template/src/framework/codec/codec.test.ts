@@ -16,7 +16,6 @@ import * as wkt from "@bufbuild/protobuf/wkt";
 import { file_codec_v1_kinds, ScalarsSchema, SparseSchema, WithStructSchema } from "../../../test/gen/codec/v1/kinds_pb.js";
 import { file_codec_v1_legacy, LegacySchema } from "../../../test/gen/codec/v1/legacy_pb.js";
 import { file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
-import { file_example_v1_example } from "../../gen/example/v1/example_pb.js";
 import { binaryCodec, compiledDecode, compiledEncode } from "./codec.js";
 import { compilable } from "./compilable.js";
 
@@ -190,7 +189,7 @@ const WKT_FILES = [
   wkt.file_google_protobuf_timestamp,
   wkt.file_google_protobuf_wrappers,
 ];
-const TYPES = messagesOf([file_example_v1_example, file_fixture_v1_fixture, file_codec_v1_kinds, ...WKT_FILES]);
+const TYPES = messagesOf([file_fixture_v1_fixture, file_codec_v1_kinds, ...WKT_FILES]);
 
 /** decode's outcome (message or error) is protobuf-es's. */
 function assertSameDecode(desc: DescMessage, bytes: Uint8Array, note: string): void {
@@ -212,7 +211,7 @@ function assertSameDecode(desc: DescMessage, bytes: Uint8Array, note: string): v
 }
 
 describe("the compiled binary codec", () => {
-  test("compiles every proto3 type of the example, the fixture, the test kinds and the well-known types but Struct holders", () => {
+  test("compiles every proto3 type of the fixture, the test kinds and the well-known types but Struct holders", () => {
     for (const desc of TYPES) assert.equal(compilable(desc), desc !== WithStructSchema, desc.typeName);
     assert.equal(compilable(LegacySchema), false);
     assert.equal(messagesOf([file_codec_v1_legacy]).filter((d) => compilable(d)).length, 0);
