@@ -294,7 +294,8 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   if (streams && !app.hasRequestDecorator("gatewayMatch")) app.decorateRequest("gatewayMatch", undefined);
 
   const allMethods = [...methods] as HTTPMethods[];
-  const routeOptions = onRequest ? { handler: handle, onRequest } : { handler: handle };
+  // The gateway never calls reply.compress(): no compression hook per request for it.
+  const routeOptions = onRequest ? { handler: handle, onRequest, replyCompress: false } : { handler: handle, replyCompress: false };
   app.route({ method: allMethods, url: "/*", ...routeOptions });
   app.route({ method: allMethods, url: "/", ...routeOptions });
   return (path) => router.methodsAt(path);

@@ -3,7 +3,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import compress from "@fastify/compress";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type onRequestHookHandler,
+  type onSendHookHandler,
+  type RouteOptions,
+} from "fastify";
 import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
@@ -187,6 +194,44 @@ function belowCompressionThreshold(payload: unknown): boolean {
   return payload instanceof Uint8Array && payload.byteLength < COMPRESSION_THRESHOLD;
 }
 
+declare module "fastify" {
+  interface RouteShorthandOptions {
+    /**
+     * `false` for a route whose handler never calls `reply.compress()`: the compression plugin's
+     * onRequest hook, which only sets that method on each reply, is then left out (one hook fewer per
+     * request). Compression of the route's replies is unchanged.
+     */
+    replyCompress?: boolean;
+  }
+}
+
+/**
+ * The compression plugin gives each route an onRequest hook (setting `reply.compress`) and an onSend
+ * hook that negotiates Accept-Encoding and compresses. Its onSend is wrapped here so that a body under
+ * the threshold, which it never compresses (most API responses), goes on at once, without its header
+ * reads and negotiation; other bodies take the plugin's onSend as before (a non-text type opted out
+ * through the plugin's own `x-no-compression` switch). One route hook instead of a root hook plus the
+ * plugin's (measured in BENCHMARKS.md, "Session 5"). The plugin's hooks are the last of each list, as
+ * it pushes them there; checked by name, so that a plugin version that adds them otherwise fails at
+ * start-up instead of compressing wrongly.
+ */
+function foldCompressionHooks(route: RouteOptions): void {
+  if (route.compress === false) return; // the plugin added nothing
+  const { onSend, onRequest } = route;
+  const pluginOnSend = Array.isArray(onSend) ? (onSend.at(-1) as onSendHookHandler | undefined) : undefined;
+  const pluginOnRequest = Array.isArray(onRequest) ? (onRequest.at(-1) as onRequestHookHandler | undefined) : undefined;
+  if (!Array.isArray(onSend) || !Array.isArray(onRequest) || pluginOnSend?.name !== "onSend" || pluginOnRequest?.name !== "onRequest") {
+    throw new Error("@fastify/compress no longer adds its route hooks as expected: review foldCompressionHooks");
+  }
+  onSend[onSend.length - 1] = function compressLarge(req, reply, payload, done) {
+    if (belowCompressionThreshold(payload)) return done(null, payload);
+    const type = reply.getHeader("content-type");
+    if (typeof type !== "string" || !COMPRESSIBLE.test(type)) req.headers["x-no-compression"] = "1";
+    return pluginOnSend.call(this, req, reply, payload, done);
+  };
+  if (route.replyCompress === false) onRequest.pop();
+}
+
 /** A fastify failure as our JSON error, keeping fastify's status (413, 415…). */
 function sendFastifyError(err: FastifyError, reply: FastifyReply): FastifyReply {
   const status = err.statusCode ?? 500;
@@ -220,19 +265,8 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
   if (!config.DISABLE_HTTP_COMPRESSION) {
     // Text-like bodies only: binaries (pprof, images) are compressed already or not worth it, and the
     // plugin would relabel a gzip body as Content-Encoding: gzip. mime-db calls octet-stream
-    // compressible, so other types opt out through the plugin's own switch; this root hook runs
-    // before the plugin's route hooks. Brotli at quality 4 (11 is far too slow per request).
-    // A body under the threshold, which the plugin never compresses (most API responses), opts out
-    // the same way first: the plugin then skips its header reads and Accept-Encoding negotiation
-    // (measured: ~6 % of the instructions of a small gateway call).
-    app.addHook("onSend", (req, reply, payload, done) => {
-      if (belowCompressionThreshold(payload)) req.headers["x-no-compression"] = "1";
-      else {
-        const type = reply.getHeader("content-type");
-        if (typeof type !== "string" || !COMPRESSIBLE.test(type)) req.headers["x-no-compression"] = "1";
-      }
-      done(null, payload);
-    });
+    // compressible, so other types opt out through the plugin's own switch. Brotli at quality 4 (11 is
+    // far too slow per request).
     await app.register(compress, {
       global: true,
       threshold: COMPRESSION_THRESHOLD,
@@ -240,6 +274,8 @@ export async function createHttpServer(config: Config): Promise<FastifyInstance>
       customTypes: COMPRESSIBLE,
       globalDecompression: false,
     });
+    // After the plugin's own onRoute hook, which has just given the route its hooks.
+    app.addHook("onRoute", foldCompressionHooks);
   }
   app.removeContentTypeParser(["application/json", "text/plain"]); // fastify's defaults
   app.addContentTypeParser(JSON_BODY_TYPES, { parseAs: "buffer" }, (_req, body: Buffer, done) => {
