@@ -20,7 +20,42 @@ const patches: Patch[] = [
     // first /readycheck. Asked the way fastify's own reply asks it, by the object's tag, it needs no undici:
     // a fetch Response is tagged "Response", and none can exist before undici is loaded anyway.
     file: /[\\/]node_modules[\\/]@fastify[\\/]compress[\\/]lib[\\/]utils\.js$/,
-    edits: [["return obj instanceof Response", 'return Object.prototype.toString.call(obj) === "[object Response]"']],
+    edits: [
+      ["return obj instanceof Response", 'return Object.prototype.toString.call(obj) === "[object Response]"'],
+      // readable-stream (a copy of Node's streams, 170 KB) only for decompressing request bodies: loaded then.
+      ["const { Transform } = require('readable-stream')", "const transform = () => require('readable-stream').Transform"],
+      ["new Transform({", "new (transform())({"],
+    ],
+  },
+  {
+    // @fastify/compress loads mime-db (a 230 KB table), minipass and readable-stream when the service starts;
+    // it reads them only for a type the service's own list does not name (never: the service opts those
+    // out first), an already-compressed body, or a streamed one. Loaded on that first use instead.
+    file: /[\\/]node_modules[\\/]@fastify[\\/]compress[\\/]index\.js$/,
+    edits: [
+      ["const mimedb = require('mime-db')", "let mimedbTable; const mimedb = () => (mimedbTable ??= require('mime-db'))"],
+      ["mimedb[type", "mimedb()[type"],
+      ["const { Minipass } = require('minipass')", "const minipass = () => require('minipass').Minipass"],
+      ["new Minipass()", "new (minipass())()"],
+      ["const { Readable } = require('readable-stream')", "const readableStream = () => require('readable-stream').Readable"],
+      ["Readable.from(intoAsyncIterator", "readableStream().from(intoAsyncIterator"],
+    ],
+  },
+  {
+    // fastify loads its schema compilers (ajv, fast-json-stringify: ~600 KB of code to evaluate) as it
+    // creates the server, though they only compile the schemas of routes that declare one (the service's
+    // routes declare none). Each is loaded when first asked to compile, and is the same compiler then.
+    file: /[\\/]node_modules[\\/]fastify[\\/]lib[\\/]schema-controller\.js$/,
+    edits: [
+      [
+        "const ValidatorSelector = require('@fastify/ajv-compiler')\n    compilersFactory.buildValidator = ValidatorSelector()",
+        "let selectValidator\n    compilersFactory.buildValidator = (...args) => (selectValidator ??= require('@fastify/ajv-compiler')())(...args)",
+      ],
+      [
+        "const SerializerSelector = require('@fastify/fast-json-stringify-compiler')\n    compilersFactory.buildSerializer = SerializerSelector()",
+        "let selectSerializer\n    compilersFactory.buildSerializer = (...args) => (selectSerializer ??= require('@fastify/fast-json-stringify-compiler')())(...args)",
+      ],
+    ],
   },
   {
     // pino() lists its callers' files (util.getCallSites) on every call, for one use: resolving a relative
@@ -33,9 +68,9 @@ const patches: Patch[] = [
     // protovalidate compiles the CEL of every standard rule of a rule type (StringRules: ~80 expressions)
     // the first time a message uses any rule of that type, although it evaluates only those of the rules a
     // field sets that its native checks do not cover (often none). Compiled on first read instead, a rule
-    // that is used is still compiled when the validation plan is built (the validate interceptor builds
-    // every plan at start-up, before ready), and one that is never used is never compiled: ~100 ms less
-    // start-up. compileRule never throws (a failure becomes a result it reports on use), so the results are
+    // that is used is still compiled when the validation plan is built (the validate interceptor has every
+    // plan built as soon as the service is ready), and one that is never used is never compiled: ~100 ms
+    // less start-up. compileRule never throws (a failure becomes a result it reports on use), so the results are
     // the same.
     file: /[\\/]node_modules[\\/]@bufbuild[\\/]protovalidate[\\/]dist[\\/]esm[\\/]cel\.js$/,
     edits: [

@@ -120,4 +120,34 @@ describe("validation rules of a request type, found at start-up", () => {
     const valid = create(type("DeepRuled"), { holds: { inner: { name: "x" } } } as never);
     await step(call(valid));
   });
+
+  test("a first call before the after-ready warm-up has run is refused with the same violations as one after it", async () => {
+    const answered: Next = async () => ({ message: create(type("Plain")) });
+    const holds = { ...methodInfo(FixtureService.method.echo), desc: { ...FixtureService.method.echo, input: type("DeepRuled") } };
+    const queued: (() => void)[] = [];
+    const deferred = validate({ warmUp: (task) => queued.push(task) })(answered, holds as never);
+    const warm = validate()(answered, holds as never);
+    assert.equal(queued.length, 1, "the plan is left to the warm-up");
+    const call = (request: Message) => ({
+      method: holds as never,
+      ctx: new CallContext({ method: holds as never, transport: "grpc", metadata: new Metadata(), deadline: Number.POSITIVE_INFINITY }),
+      request,
+    });
+    const invalid = () => create(type("DeepRuled"), { holds: { inner: { name: "" } } } as never);
+    const refusal = async (step: Next) => {
+      const err = await Promise.resolve()
+        .then(() => step(call(invalid())))
+        .then(
+          () => assert.fail("accepted an invalid message"),
+          (e: unknown) => e,
+        );
+      assert.ok(err instanceof GrpcError && err.code === Code.INVALID_ARGUMENT, String(err));
+      return { message: err.message, details: JSON.stringify(err.details, (_k, v) => (typeof v === "bigint" ? String(v) : v)) };
+    };
+    const first = await refusal(deferred);
+    assert.deepEqual(first, await refusal(warm));
+    queued[0]!();
+    assert.deepEqual(await refusal(deferred), first, "and the same once the warm-up has run");
+    await deferred(call(create(type("DeepRuled"), { holds: { inner: { name: "x" } } } as never)));
+  });
 });

@@ -11,15 +11,19 @@ import type { Interceptor } from "../call/types.js";
  * google.rpc.BadRequest detail that lists every violated field. In a client-streaming or bidi
  * call every message is checked as it arrives, and the first invalid one ends the call.
  * A request type with no rules anywhere in it is not checked at all (decided at start-up).
+ *
+ * Each request type's validation plan is built ahead of its first call: at once, or by `warmUp` when given
+ * (the app runs those tasks once it is ready, keeping the ~10 ms off its start-up). A call that comes first
+ * builds it itself, with the same result.
  */
-export function validate(): Interceptor {
+export function validate(options: { warmUp?: (task: () => void) => void } = {}): Interceptor {
   const validator = createValidator();
+  const warmUp = options.warmUp ?? ((task) => task());
   return (next, method) => {
     const input = method.desc.input;
     // protovalidate would find nothing to check on every message of this type: skip the interceptor.
     if (!hasValidationRules(input)) return next;
-    // Builds the validation plan for this message type now rather than on the first call.
-    validator.validate(input, create(input));
+    warmUp(() => validator.validate(input, create(input)));
     const check = (message: Message) => {
       const error = violation(validator, input, message);
       if (error) throw error;

@@ -35,6 +35,9 @@ import type { HookName, LifecycleHooks } from "./hooks.js";
 import type { ServiceImpl } from "./service.js";
 import { serviceUrls } from "./urls.js";
 
+/** How long after ready the after-ready tasks wait: the first readiness probe and calls go first. */
+const AFTER_READY_DELAY_MS = 100;
+
 export interface AppOptions {
   services: ServiceImpl[];
   /** Defaults to the configuration read from the environment. */
@@ -76,6 +79,8 @@ export class App {
   readonly #workers: Workers;
   #starting: Promise<unknown> | undefined;
   #stopping: Promise<void> | undefined;
+  /** Work that makes first calls quicker but readiness need not wait for (validation plans): run once ready. */
+  readonly #afterReady: (() => void)[] = [];
 
   constructor(options: AppOptions) {
     this.config = options.config ?? loadConfig();
@@ -89,6 +94,7 @@ export class App {
         tracing: tracingEnabled(),
         services: this.#services,
         metrics: this.metrics,
+        afterReady: (task) => this.#afterReady.push(task),
       }),
       { around: this.metrics && grpcMetrics(this.metrics) },
     );
@@ -242,6 +248,7 @@ export class App {
         },
         "ready",
       );
+      this.#warmUp();
       return {
         grpcPort,
         httpPort,
@@ -315,6 +322,24 @@ export class App {
     flushLogs();
     if (failures.length === 1) throw failures[0];
     if (failures.length > 1) throw new AggregateError(failures, "shutdown: several steps failed");
+  }
+
+  /**
+   * Runs the after-ready tasks a moment after ready (AFTER_READY_DELAY_MS), so that the first readiness probes
+   * and calls are answered before them; a call that comes first does the same work itself, with the same result.
+   */
+  #warmUp(): void {
+    const tasks = this.#afterReady.splice(0);
+    if (tasks.length === 0) return;
+    setTimeout(() => {
+      for (const task of tasks) {
+        try {
+          task();
+        } catch (err) {
+          this.log.warn({ err }, "warm-up after ready failed");
+        }
+      }
+    }, AFTER_READY_DELAY_MS).unref();
   }
 
   async #closeServers(budget: AbortSignal): Promise<void> {
