@@ -221,9 +221,13 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A plain environment, so nothing from the caller's shell (LOG_LEVEL, .env exports…) changes a server. */
+/**
+ * A plain environment, so nothing from the caller's shell (LOG_LEVEL, .env exports…) changes a server. The
+ * service listens on loopback only, as the references do: its default (0.0.0.0) would let anyone who reaches
+ * this machine call it (Fail with panic, the profiles) while the bench runs.
+ */
 export function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
+  const env: NodeJS.ProcessEnv = { LISTEN_HOST: "127.0.0.1" };
   for (const k of ["PATH", "HOME", "LANG", "TMPDIR"]) if (process.env[k] !== undefined) env[k] = process.env[k];
   return { ...env, ...extra };
 }
