@@ -10,6 +10,7 @@ import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
+import { jsonReader } from "./json-reader.js";
 import { jsonMessages } from "./json-stream.js";
 import { jsonWriter } from "./json-writer.js";
 import type { Marshalers, StreamMarshaler } from "./marshalers.js";
@@ -136,6 +137,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const body = route.responseBodyField;
     if (!body) jsonWriter(route.method.info.desc.output);
     else if (body.fieldKind === "message") jsonWriter(body.message);
+    if (route.body === "*") jsonReader(route.method.info.desc.input); // the request's, likewise
     // custom: {kind: "SEARCH"} and the like; routes.ts already checked Node can parse it.
     if (!methods.has(route.httpMethod)) {
       if (!app.supportedMethods.includes(route.httpMethod)) app.addHttpMethod(route.httpMethod, { hasBody: true });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Message } from "@bufbuild/protobuf";
-import { type CountdownRequest, type EchoRequest, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
+import { create, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { type CountdownRequest, type EchoRequest, EchoRequestSchema, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -101,6 +101,61 @@ describe("decodeRequest", () => {
 
     test("a JSON array instead of an object is INVALID_ARGUMENT", () => {
       assertInvalidArgument(() => echo("POST", "/api/v1/echo", "[1]"), /EchoRequest/);
+    });
+
+    test("each body gives the message, or the error code and text, that JSON.parse and protobuf-es give", () => {
+      // The decoding before the compiled reader, kept as the reference (bodyJson + decodeBody).
+      const before = (body: string): Message | GrpcError => {
+        if (body.trim() === "") return create(EchoRequestSchema);
+        let json: JsonValue;
+        try {
+          json = JSON.parse(body) as JsonValue;
+        } catch (err) {
+          return new GrpcError(Code.INVALID_ARGUMENT, `malformed JSON body: ${(err as Error).message}`);
+        }
+        try {
+          return fromJson(EchoRequestSchema, json, { ignoreUnknownFields: true });
+        } catch (err) {
+          return new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message);
+        }
+      };
+      const bodies = [
+        '{"message":"hi","traceId":"t","debug":false,"delayMs":30}',
+        '{"message":"hi","delay_ms":30001}',
+        '{"message":"hi"}',
+        "{}",
+        '{"message":"hi","traceId":"a","trace_id":"b"}',
+        '{"message":"a","message":"b"}',
+        '{"__proto__":{"message":"x"},"message":"y"}',
+        '{"message":"\\ud800"}',
+        '{"message":1}',
+        '{"delayMs":-1}',
+        '{"delayMs":4294967296}',
+        '{"delayMs":1.5}',
+        '{"delayMs":"12"}',
+        '{"debug":"true"}',
+        '{"debug":null,"message":null}',
+        '{"message":"hi"',
+        '{"message":"hi"} x',
+        "[]",
+        "null",
+        '"text"',
+        `{"message":${"[".repeat(5000)}${"]".repeat(5000)}}`,
+      ];
+      for (const body of bodies) {
+        const expected = before(body);
+        let actual: Message | GrpcError;
+        try {
+          actual = echo("POST", "/api/v1/echo", body);
+        } catch (err) {
+          actual = err as GrpcError;
+        }
+        if (expected instanceof GrpcError) {
+          assert.ok(actual instanceof GrpcError, body.slice(0, 60));
+          assert.equal(actual.code, expected.code, body.slice(0, 60));
+          assert.equal(actual.message, expected.message, body.slice(0, 60));
+        } else assert.deepStrictEqual(actual, expected, body.slice(0, 60));
+      }
     });
 
     test("unknown JSON fields are ignored", () => {

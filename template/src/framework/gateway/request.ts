@@ -13,6 +13,7 @@ import {
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { Code, GrpcError } from "../call/status.js";
 import { RawBody, rawRequestMessage } from "./http-body.js";
+import { jsonReader } from "./json-reader.js";
 import type { GatewayRoute } from "./routes.js";
 
 const JSON_READ = { ignoreUnknownFields: true } as const;
@@ -28,6 +29,15 @@ const invalid = (message: string) => new GrpcError(Code.INVALID_ARGUMENT, messag
  */
 export function decodeRequest(route: GatewayRoute, segments: string[], query: string, body: string | RawBody | undefined): Message {
   const input = route.method.info.desc.input;
+  // The whole body is the message (so no query values), and no mask is made from it: the plain shapes
+  // are read straight from the text; anything the reader is unsure of goes the general way below.
+  if (route.body === "*" && typeof body === "string" && !route.rawRequest && !route.patchMask) {
+    const message = jsonReader(input)?.(body);
+    if (message) {
+      if (route.pathFields.length > 0) merge(input, message, pathJson(route, segments), "path parameter");
+      return message;
+    }
+  }
   // Parsed once: the message and a PATCH's field mask are both read from it.
   const json = bodyJson(route, body);
   const message = decodeBody(route, input, body, json);
