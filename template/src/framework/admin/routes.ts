@@ -21,6 +21,8 @@ export interface OpsContext {
    * it holds every string in memory, secrets included.
    */
   adminPort: boolean;
+  /** Queues start-up work readiness need not wait for (the Node process collectors), run once the app is ready. */
+  afterReady?: (task: () => void) => void;
 }
 
 /**

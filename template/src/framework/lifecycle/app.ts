@@ -79,7 +79,7 @@ export class App {
   readonly #workers: Workers;
   #starting: Promise<unknown> | undefined;
   #stopping: Promise<void> | undefined;
-  /** Work that makes first calls quicker but readiness need not wait for (validation plans): run once ready. */
+  /** Work readiness need not wait for (validation plans, the Node process collectors): run once ready. */
   readonly #afterReady: (() => void)[] = [];
 
   constructor(options: AppOptions) {
@@ -202,7 +202,14 @@ export class App {
     preflight.push(protocolMethods, gatewayMethods);
     registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });
     let listening: number | undefined;
-    const ops = { config, services: this.#services, routes, metrics: this.metrics, httpPort: () => listening };
+    const ops = {
+      config,
+      services: this.#services,
+      routes,
+      metrics: this.metrics,
+      httpPort: () => listening,
+      afterReady: (task: () => void) => this.#afterReady.push(task),
+    };
     if (config.ADMIN_PORT !== undefined) registerOpsRoutes((this.#admin = await createHttpServer(config)), { ...ops, adminPort: true });
     else {
       const publicPaths = registerOpsRoutes(http, { ...ops, adminPort: false });

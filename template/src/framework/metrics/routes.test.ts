@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import Fastify from "fastify";
+import { registerMetricsRoute } from "./routes.js";
+import { createServerMetrics, type ServerMetrics } from "./server-metrics.js";
+
+const CONFIG = { DISABLE_PROMETHEUS: false, ENABLE_PROMETHEUS_GRPC_HISTOGRAM: false, PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: [0.1, 1] };
+
+/** The metric families one scrape of /metrics lists. */
+async function families(afterReady?: (task: () => void) => void): Promise<string[]> {
+  const app = Fastify();
+  registerMetricsRoute(app, { metrics: createServerMetrics(CONFIG) as ServerMetrics, afterReady });
+  try {
+    const res = await app.inject({ url: "/metrics" });
+    assert.equal(res.statusCode, 200);
+    return [...res.body.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1] as string).sort();
+  } finally {
+    await app.close();
+  }
+}
+
+test("a scrape before the after-ready collectors have started lists the same families as one after", async () => {
+  const queued: (() => void)[] = [];
+  const early = await families((task) => queued.push(task));
+  assert.equal(queued.length, 1, "the Node process collectors are left to after ready");
+  const atOnce = await families();
+  assert.deepEqual(early, atOnce);
+  for (const name of ["process_cpu_user_seconds_total", "nodejs_heap_size_total_bytes", "nodejs_eventloop_lag_seconds"]) {
+    assert.ok(early.includes(name), name);
+  }
+  queued[0]!(); // the warm-up coming after the scrape starts nothing twice
+});
