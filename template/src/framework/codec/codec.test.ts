@@ -249,6 +249,20 @@ describe("the compiled binary codec", () => {
     }
   });
 
+  test("decoded messages start as protobuf-es's create() makes them, and never share a list, map or oneof", () => {
+    for (const desc of TYPES) {
+      if (!compilable(desc)) continue;
+      const a = compiledDecode(desc, new Uint8Array(0)) as unknown as Record<string, unknown>;
+      const b = compiledDecode(desc, new Uint8Array(0)) as unknown as Record<string, unknown>;
+      assert.deepStrictEqual(compiledDecode(desc, new Uint8Array(0)), create(desc), desc.typeName);
+      for (const member of desc.members) {
+        const name = member.localName;
+        if (member.kind === "oneof" || member.fieldKind === "list" || member.fieldKind === "map")
+          assert.notEqual(a[name], b[name], `${desc.typeName}.${name}`);
+      }
+    }
+  });
+
   test("decodes repeated scalars packed and unpacked alike", () => {
     // Repeated.int32_values (5, packed by default) sent unpacked, and Repeated.unpacked_int32 (20) sent packed.
     const desc = TYPES.find((d) => d.typeName === "codec.v1.Repeated")!;

@@ -1,7 +1,7 @@
-import { create, type DescMessage, fromBinary, type Message, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary, type Message, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { compilable } from "./compilable.js";
-import { messageDecoder, type Reader } from "./decoder.js";
-import { type Lengths, messageEncoder } from "./encoder.js";
+import { blank, type MessageDecoder, messageDecoder, type Reader } from "./decoder.js";
+import { type Lengths, type MessageEncoder, messageEncoder } from "./encoder.js";
 
 /**
  * The protobuf binary codec of one message type: what the framework's gRPC, gRPC-Web, Connect and gateway
@@ -38,10 +38,13 @@ function protobufEsCodec(desc: DescMessage): BinaryCodec {
 
 function compiledCodec(desc: DescMessage): BinaryCodec {
   const slow = protobufEsCodec(desc);
+  const encoder = messageEncoder(desc);
+  const decoder = messageDecoder(desc);
+  const make = blank(desc);
   return {
     encode(message) {
       try {
-        return compiledEncode(desc, message);
+        return encode(encoder, message);
       } catch {
         // Also a bug of the compiled code, should there be one: protobuf-es's answer is the right one.
         return slow.encode(message);
@@ -49,7 +52,7 @@ function compiledCodec(desc: DescMessage): BinaryCodec {
     },
     decode(bytes) {
       try {
-        return compiledDecode(desc, bytes);
+        return decode(make, decoder, bytes);
       } catch {
         return slow.decode(bytes);
       }
@@ -59,7 +62,15 @@ function compiledCodec(desc: DescMessage): BinaryCodec {
 
 /** The compiled encoder alone: throws where the codec falls back to protobuf-es. (Exported for the tests.) */
 export function compiledEncode(desc: DescMessage, message: Message): Buffer {
-  const encoder = messageEncoder(desc);
+  return encode(messageEncoder(desc), message);
+}
+
+/** The compiled decoder alone: throws where the codec falls back to protobuf-es. (Exported for the tests.) */
+export function compiledDecode(desc: DescMessage, bytes: Uint8Array): Message {
+  return decode(blank(desc), messageDecoder(desc), bytes);
+}
+
+function encode(encoder: MessageEncoder, message: Message): Buffer {
   const lengths: Lengths = { list: [], next: 0 };
   const size = encoder.size(message, lengths);
   const buf = Buffer.allocUnsafe(size);
@@ -68,10 +79,9 @@ export function compiledEncode(desc: DescMessage, message: Message): Buffer {
   return buf;
 }
 
-/** The compiled decoder alone: throws where the codec falls back to protobuf-es. (Exported for the tests.) */
-export function compiledDecode(desc: DescMessage, bytes: Uint8Array): Message {
-  const message = create(desc);
+function decode(make: () => Message, decoder: MessageDecoder, bytes: Uint8Array): Message {
+  const message = make();
   const reader: Reader = { buf: bytes, len: bytes.byteLength, pos: 0, depth: 0 };
-  messageDecoder(desc).read(message, reader, reader.len);
+  decoder.read(message, reader, reader.len);
   return message;
 }

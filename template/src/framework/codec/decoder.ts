@@ -85,6 +85,35 @@ function compileMessage(desc: DescMessage): MessageDecoder {
   return decoder;
 }
 
+const blanks = new WeakMap<DescMessage, () => Message>();
+
+/**
+ * A new message with every field at its default, equal to protobuf-es's `create(desc)`: a copy of one it made,
+ * with fresh lists, maps and oneofs (a spread copies the rest in the same order, at a quarter of the cost).
+ */
+export function blank(desc: DescMessage): () => Message {
+  let make = blanks.get(desc);
+  if (make === undefined) {
+    const template = create(desc);
+    const lists = desc.fields.filter((f) => f.fieldKind === "list").map((f) => f.localName);
+    const maps = desc.fields.filter((f) => f.fieldKind === "map").map((f) => f.localName);
+    const oneofs = desc.oneofs.map((o) => o.localName);
+    if (Object.getPrototypeOf(template) !== Object.prototype) make = () => create(desc);
+    else if (lists.length + maps.length + oneofs.length === 0) make = () => ({ ...template });
+    else {
+      make = () => {
+        const message: Rec = { ...template };
+        for (let i = 0; i < lists.length; i++) message[lists[i]!] = [];
+        for (let i = 0; i < maps.length; i++) message[maps[i]!] = {};
+        for (let i = 0; i < oneofs.length; i++) message[oneofs[i]!] = { case: undefined };
+        return message as unknown as Message;
+      };
+    }
+    blanks.set(desc, make);
+  }
+  return make;
+}
+
 function compileField(field: DescField): FieldDecoder {
   const name = field.localName;
   switch (field.fieldKind) {
@@ -107,6 +136,7 @@ function compileField(field: DescField): FieldDecoder {
     }
     case "message": {
       const child = field.message;
+      const make = blank(child);
       let decoder: MessageDecoder | undefined;
       const readChild = (message: Message, r: Reader) => (decoder ??= messageDecoder(child)).read(message, r, lengthEnd(r));
       if (field.oneof) {
@@ -114,7 +144,7 @@ function compileField(field: DescField): FieldDecoder {
         return (m, r, wt) => {
           if (wt !== 2) throw FALLBACK;
           const o = m[oneof] as { case: unknown; value: Message };
-          const message = o.case === name ? o.value : create(child);
+          const message = o.case === name ? o.value : make();
           readChild(message, r);
           m[oneof] = { case: name, value: message };
         };
@@ -123,7 +153,7 @@ function compileField(field: DescField): FieldDecoder {
         const valueName = child.fields[0]!.localName;
         return (m, r, wt) => {
           if (wt !== 2) throw FALLBACK;
-          const message = create(child) as unknown as Rec;
+          const message = make() as unknown as Rec;
           if (m[name] !== undefined) message[valueName] = m[name];
           readChild(message as unknown as Message, r);
           m[name] = message[valueName];
@@ -131,7 +161,7 @@ function compileField(field: DescField): FieldDecoder {
       }
       return (m, r, wt) => {
         if (wt !== 2) throw FALLBACK;
-        const message = (m[name] as Message | undefined) ?? create(child);
+        const message = (m[name] as Message | undefined) ?? make();
         readChild(message, r);
         m[name] = message;
       };
@@ -140,9 +170,10 @@ function compileField(field: DescField): FieldDecoder {
       if (field.listKind === "message") {
         const child = field.message;
         let decoder: MessageDecoder | undefined;
+        const make = blank(child);
         return (m, r, wt) => {
           if (wt !== 2) throw FALLBACK;
-          const message = create(child);
+          const message = make();
           (decoder ??= messageDecoder(child)).read(message, r, lengthEnd(r));
           (m[name] as unknown[]).push(message);
         };
@@ -176,15 +207,16 @@ function mapField(field: DescField & { fieldKind: "map" }): FieldDecoder {
   let valueDefault: () => unknown;
   if (field.mapKind === "message") {
     const child = field.message;
+    const make = blank(child);
     let decoder: MessageDecoder | undefined;
     valueWire = 2;
     readValue = (r, existing) => {
       // A value repeated within one entry merges, like any singular message field.
-      const message = (existing as Message | undefined) ?? create(child);
+      const message = (existing as Message | undefined) ?? make();
       (decoder ??= messageDecoder(child)).read(message, r, lengthEnd(r));
       return message;
     };
-    valueDefault = () => create(child);
+    valueDefault = make;
   } else {
     const type = field.mapKind === "enum" ? ScalarType.INT32 : field.scalar;
     const read = scalarReader(type, false);
