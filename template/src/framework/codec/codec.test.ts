@@ -13,7 +13,7 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import * as wkt from "@bufbuild/protobuf/wkt";
-import { file_codec_v1_kinds, ScalarsSchema, SparseSchema, WithStructSchema } from "../../../test/gen/codec/v1/kinds_pb.js";
+import { file_codec_v1_kinds, MapsSchema, ScalarsSchema, SparseSchema, WithStructSchema } from "../../../test/gen/codec/v1/kinds_pb.js";
 import { file_codec_v1_legacy, LegacySchema } from "../../../test/gen/codec/v1/legacy_pb.js";
 import { file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { binaryCodec, compiledDecode, compiledEncode } from "./codec.js";
@@ -261,6 +261,18 @@ describe("the compiled binary codec", () => {
           assert.notEqual(a[name], b[name], `${desc.typeName}.${name}`);
       }
     }
+  });
+
+  test("a map key __proto__ from the wire is an entry like any other, never the prototype", () => {
+    const message = create(MapsSchema);
+    Object.defineProperty(message.stringString, "__proto__", { value: "polluted?", enumerable: true, writable: true, configurable: true });
+    const bytes = toBinary(MapsSchema, message);
+    assert.deepEqual(new Uint8Array(compiledEncode(MapsSchema, message)), bytes);
+    const decoded = compiledDecode(MapsSchema, bytes) as typeof message;
+    assert.deepStrictEqual(decoded, fromBinary(MapsSchema, bytes));
+    assert.equal(Object.getPrototypeOf(decoded.stringString), Object.prototype);
+    assert.deepEqual(Object.keys(decoded.stringString), ["__proto__"]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 
   test("decodes repeated scalars packed and unpacked alike", () => {
