@@ -275,6 +275,22 @@ describe("the compiled binary codec", () => {
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 
+  test("a NaN with a payload, -0 and infinities read from the wire are written back with protobuf-es's bits", () => {
+    const inputs = [
+      [0x09, 1, 0, 0, 0, 0, 0, 0xf8, 0xff], // double NaN with a payload
+      [0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f], // double +Infinity
+      [0x09, 0, 0, 0, 0, 0, 0, 0, 0x80], // double -0
+      [0x15, 1, 0, 0xc0, 0xff], // float NaN with a payload
+      [0x15, 0, 0, 0x80, 0xff], // float -Infinity
+    ];
+    for (const input of inputs) {
+      const bytes = new Uint8Array(input);
+      const decoded = compiledDecode(ScalarsSchema, bytes);
+      assert.deepStrictEqual(decoded, fromBinary(ScalarsSchema, bytes));
+      assert.deepEqual(new Uint8Array(compiledEncode(ScalarsSchema, decoded)), toBinary(ScalarsSchema, fromBinary(ScalarsSchema, bytes)));
+    }
+  });
+
   test("decodes repeated scalars packed and unpacked alike", () => {
     // Repeated.int32_values (5, packed by default) sent unpacked, and Repeated.unpacked_int32 (20) sent packed.
     const desc = TYPES.find((d) => d.typeName === "codec.v1.Repeated")!;
