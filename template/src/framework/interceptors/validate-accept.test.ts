@@ -4,6 +4,7 @@ import {
   create,
   createFileRegistry,
   type DescMessage,
+  fromJsonString,
   type Message,
   type MessageInitShape,
   type Registry,
@@ -545,6 +546,59 @@ describe("fast accept: nested, recursive and unruled types", () => {
       assert.equal(compileFastAccept(file.EchoRequestSchema)?.(create(file.EchoRequestSchema, { message: "hello", delayMs: 30000 })), true);
       assert.equal(compileFastAccept(file.EchoRequestSchema)?.(create(file.EchoRequestSchema, { message: "" })), false);
     }
+  });
+
+  test("map keys an attacker picks (__proto__, constructor, toString) are read as the map's own entries, as protovalidate reads them", () => {
+    const desc = createFileRegistry(
+      create(FileDescriptorProtoSchema, {
+        name: "m.proto",
+        package: "m",
+        syntax: "proto3",
+        messageType: [
+          {
+            name: "M",
+            field: [
+              {
+                name: "m",
+                number: 1,
+                type: Type.MESSAGE,
+                typeName: ".m.M.MEntry",
+                label: Label.REPEATED,
+                options: fieldOptions({
+                  type: {
+                    case: "map",
+                    value: {
+                      keys: { type: { case: "string", value: { maxLen: 12n } } },
+                      values: { type: { case: "string", value: { minLen: 2n } } },
+                    },
+                  },
+                }),
+              },
+            ],
+            nestedType: [
+              {
+                name: "MEntry",
+                options: { mapEntry: true },
+                field: [
+                  { name: "key", number: 1, type: Type.STRING, label: Label.OPTIONAL },
+                  { name: "value", number: 2, type: Type.STRING, label: Label.OPTIONAL },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+      () => undefined,
+    ).getMessage("m.M") as DescMessage;
+    const accept = compileFastAccept(desc);
+    assert.ok(accept);
+    let valid = 0;
+    for (const key of ["__proto__", "constructor", "toString", "hasOwnProperty", "a_very_long_key"]) {
+      for (const value of ["x", "xy"]) {
+        if (equivalent(desc, fromJsonString(desc, JSON.stringify({ m: { [key]: value, ab: "cd" } })), accept, `${key}: ${value}`)) valid++;
+      }
+    }
+    assert.equal(valid, 3); // hasOwnProperty and a_very_long_key are longer than 12
   });
 
   test("a message of another type is never accepted", () => {
