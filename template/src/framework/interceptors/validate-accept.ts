@@ -27,6 +27,7 @@ import {
   Ignore,
   Int32RulesSchema,
   Int64RulesSchema,
+  KnownRegex,
   type MapRules,
   MapRulesSchema,
   message as messageRules,
@@ -523,15 +524,15 @@ function pushConstInNotIn(checks: Accept[], r: { const?: unknown; in: unknown[];
 }
 
 function compileString(r: StringRules): Compiled {
-  const well = r.wellKnown;
-  // `email: false` and the like are no rule; a true format or a header regex is protovalidate's.
-  if (well.case !== undefined && (well.case === "wellKnownRegex" || well.value !== false)) return undefined;
+  const format = stringFormat(r);
+  if (format === undefined) return undefined;
   const names = ["const", "len", "minLen", "maxLen", "lenBytes", "minBytes", "maxBytes"];
   if (!onlySet(r, [...names, "prefix", "suffix", "contains", "notContains", "in", "notIn", ...WELL_KNOWN_STRING])) {
     return undefined;
   }
   const F = StringRulesSchema.field;
   const checks: Accept[] = [(v) => typeof v === "string"];
+  if (format !== null) checks.push(format);
   pushConstInNotIn(checks, r, isFieldSet(r, F.const));
   const chars = lengthCheck(r, F, "len", "minLen", "maxLen");
   if (chars) {
@@ -576,9 +577,41 @@ function compileString(r: StringRules): Compiled {
   return all(checks);
 }
 
+/**
+ * The well-known string formats protovalidate itself checks with a fixed JavaScript RegExp (the same pattern
+ * strings as its native evaluator, so the same answers): a check, `null` for none (`uuid: false`, an
+ * unknown header kind), `undefined` for a format left to protovalidate (email, hostname, ip, uri, …, which
+ * it checks with its own parsers) or a loose header regex (`strict: false`).
+ */
+function stringFormat(r: StringRules): Accept | null | undefined {
+  const well = r.wellKnown;
+  if (well.case === undefined) return isFieldSet(r, StringRulesSchema.field.strict) ? undefined : null;
+  if (well.case === "wellKnownRegex") {
+    if (isFieldSet(r, StringRulesSchema.field.strict)) return undefined;
+    const test =
+      well.value === KnownRegex.HTTP_HEADER_NAME ? HEADER_NAME : well.value === KnownRegex.HTTP_HEADER_VALUE ? HEADER_VALUE : undefined;
+    return test === undefined ? null : (v) => test.test(v as string);
+  }
+  if (well.value === false) return null;
+  const pattern = FIXED_FORMATS[well.case];
+  return pattern === undefined ? undefined : (v) => pattern.test(v as string);
+}
+
+const FIXED_FORMATS: Partial<Record<string, RegExp>> = {
+  uuid: /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+  tuuid: /^[0-9a-fA-F]{32}$/,
+  ulid: /^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$/,
+  protobufFqn: /^[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*$/,
+  protobufDotFqn: /^\.[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*$/,
+};
+// Strict header patterns (the default): `+-.` is a range, as in protovalidate's pattern.
+const HEADER_NAME = /^:?[0-9a-zA-Z!#$%&'*+-.^_|~`]+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters a header value may not hold
+const HEADER_VALUE = /^[^\x00-\x08\x0A-\x1F\x7F]*$/;
+
 const WELL_KNOWN_STRING = ["email", "hostname", "ip", "ipv4", "ipv6", "uri", "uriRef", "address", "uuid", "tuuid"].concat(
   ["ipWithPrefixlen", "ipv4WithPrefixlen", "ipv6WithPrefixlen", "ipPrefix", "ipv4Prefix", "ipv6Prefix"],
-  ["hostAndPort", "ulid", "protobufFqn", "protobufDotFqn"],
+  ["hostAndPort", "ulid", "protobufFqn", "protobufDotFqn", "wellKnownRegex"],
 );
 
 function compileBytes(r: BytesRules): Compiled {
