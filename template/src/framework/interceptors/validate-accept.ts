@@ -6,6 +6,7 @@ import {
   hasOption,
   isFieldSet,
   type Message,
+  protoInt64,
   ScalarType,
 } from "@bufbuild/protobuf";
 import { isScalarZeroValue, scalarEquals, scalarZeroValue } from "@bufbuild/protobuf/reflect";
@@ -353,16 +354,15 @@ function compileMap(field: DescField & { fieldKind: "map" }, rules: FieldRules, 
     const sizes = sizeCheck(map, "minPairs", "maxPairs");
     if (sizes) checks.push((obj) => sizes(Object.keys(obj as Obj).length));
   }
-  // Keys are object property names; only string keys reach protovalidate as they are stored.
   let key: Compiled = null;
   let skipKey: ((v: unknown) => boolean) | undefined;
   const keys = map?.keys;
+  const keyOf = mapKey(field.mapKey);
   if (keys !== undefined) {
     if (!itemRulesOk(keys)) return undefined;
     if (keys.ignore !== Ignore.ALWAYS && keys.type.case !== undefined) {
-      if (field.mapKey !== ScalarType.STRING) return undefined;
-      key = compileScalar(ScalarType.STRING, false, keys);
-      skipKey = skipZero(ScalarType.STRING, "", keys);
+      key = compileScalar(field.mapKey, false, keys);
+      skipKey = skipZero(field.mapKey, scalarZeroValue(field.mapKey, false), keys);
     }
   }
   const values = map?.values;
@@ -392,7 +392,10 @@ function compileMap(field: DescField & { fieldKind: "map" }, rules: FieldRules, 
     checks.push((obj) => {
       const o = obj as Obj;
       for (const name of Object.keys(o)) {
-        if (k !== null && (skipKey === undefined || !skipKey(name)) && !k(name)) return false;
+        if (k !== null) {
+          const kv = keyOf(name);
+          if ((skipKey === undefined || !skipKey(kv)) && !k(kv)) return false;
+        }
         const item = o[name];
         if (v !== null && (skipValue === undefined || !skipValue(item)) && !v(item)) return false;
       }
@@ -400,6 +403,42 @@ function compileMap(field: DescField & { fieldKind: "map" }, rules: FieldRules, 
     });
   }
   return all(checks);
+}
+
+/**
+ * A map key as protovalidate sees it: the object's property name turned back into the key's type the way
+ * protobuf-es's reflection does (a name it cannot turn stays a string, which fails the rules' type check).
+ */
+function mapKey(type: ScalarType): (name: string) => unknown {
+  switch (type) {
+    case ScalarType.STRING:
+      return (name) => name;
+    case ScalarType.INT32:
+    case ScalarType.FIXED32:
+    case ScalarType.UINT32:
+    case ScalarType.SFIXED32:
+    case ScalarType.SINT32:
+      return (name) => {
+        // biome-ignore lint/correctness/useParseIntRadix: protobuf-es's reflection parses without one ("0x10" is 16)
+        const n = Number.parseInt(name);
+        return Number.isFinite(n) ? n : name;
+      };
+    case ScalarType.BOOL:
+      return (name) => (name === "true" ? true : name === "false" ? false : name);
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
+      return (name) => parsedOr(name, protoInt64.uParse);
+    default:
+      return (name) => parsedOr(name, protoInt64.parse);
+  }
+}
+
+function parsedOr(name: string, parse: (s: string) => unknown): unknown {
+  try {
+    return parse(name);
+  } catch {
+    return name;
+  }
 }
 
 /** `ignore: IGNORE_IF_ZERO_VALUE` on list items and map keys/values: the zero value is not checked. */
