@@ -146,17 +146,14 @@ export function authInterceptor(config: Config, services: readonly AuthScope[] =
   const lines = new LineBudget(REJECTION_LINES_PER_SECOND);
   return (next, method) => {
     const service = overrides.get(method.service);
-    const check: Authenticate | undefined = service
-      ? (ctx) => {
-          // A plain function, not async: one promise fewer per call when the override is (as usual) async itself.
-          const verdict = service.authorize!(ctx, authenticate);
-          return verdict instanceof Promise ? verdict.then(refuseOnFalse) : Promise.resolve(refuseOnFalse(verdict));
-        }
-      : global;
-    if (!check) return next;
+    if (!service && !global) return next;
     return async (call) => {
       try {
-        await check(call.ctx);
+        if (service) {
+          // The override's verdict awaited here, only when it is a promise: no promise of our own per call.
+          const verdict = service.authorize!(call.ctx, authenticate);
+          refuseOnFalse(verdict instanceof Promise ? await verdict : verdict);
+        } else await global!(call.ctx);
       } catch (err) {
         const { reason, fields } = err instanceof Rejection ? err : OVERRIDE_REJECTION;
         onRejected?.(method.path, REASON_LABEL[reason]);

@@ -1,4 +1,4 @@
-import type { Interceptor, MethodInfo, Next } from "./types.js";
+import type { Call, CallResult, Interceptor, MethodInfo, Next } from "./types.js";
 
 /** An interceptor with the name it has in the chain's order (logs, tests, `App.interceptors()`). */
 export interface NamedInterceptor {
@@ -71,4 +71,17 @@ function rejecting(next: Next): Next {
       return Promise.reject(err);
     }
   };
+}
+
+/**
+ * `next(call)` as a promise even if `next` throws: within a Chain it never does, but an interceptor may also
+ * be composed by hand. For interceptors that react to the outcome with `.then` rather than an async
+ * function (one frame and one await fewer per call).
+ */
+export function callNext(next: Next, call: Call): Promise<CallResult> {
+  try {
+    return next(call);
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }

@@ -108,6 +108,11 @@ export class CallContext {
     return this.#responseTrailer;
   }
 
+  /** The trailer metadata if anyone made it (by reading `responseTrailer`), else undefined: nothing to send. */
+  get responseTrailerIfAny(): Metadata | undefined {
+    return this.#responseTrailer;
+  }
+
   /**
    * `responseHeader.set(key, value)` for the trace ID, without making the metadata before anyone reads
    * it. `key` must be a valid metadata key and `value` printable ASCII (Metadata.set's checks run
@@ -202,9 +207,9 @@ export class CallContext {
 
 const storage = new AsyncLocalStorage<CallContext>();
 
-/** Runs `fn` with `ctx` as the current call, for code that cannot be handed the context. */
-export function runInContext<T>(ctx: CallContext, fn: () => T): T {
-  return storage.run(ctx, fn);
+/** Runs `fn(...args)` with `ctx` as the current call, for code that cannot be handed the context. */
+export function runInContext<A extends unknown[], T>(ctx: CallContext, fn: (...args: A) => T, ...args: A): T {
+  return storage.run(ctx, fn, ...args);
 }
 
 /** The context of the call being served, or undefined outside a call. */

@@ -1,4 +1,5 @@
 import type { Message } from "@bufbuild/protobuf";
+import { firstValue } from "../call/metadata-values.js";
 import type { Interceptor } from "../call/types.js";
 
 /**
@@ -16,7 +17,7 @@ export function debugLog(headerName: string): Interceptor {
     const flagged = (m: Message) => flags.some((f) => (m as Message & Record<string, unknown>)[f] === true);
     return (call) => {
       const { ctx, requests } = call;
-      if (ctx.metadata.get(header)[0] === "debug") ctx.setDebug(true);
+      if (firstValue(ctx.metadata, header) === "debug") ctx.setDebug(true);
       else if (!requests) {
         if (flagged(call.request)) ctx.setDebug(true);
       } else if (flags.length > 0) {

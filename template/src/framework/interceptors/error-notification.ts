@@ -1,5 +1,6 @@
+import { callNext } from "../call/chain.js";
 import { Code, SHUTTING_DOWN, statusCode } from "../call/status.js";
-import type { Call, Interceptor } from "../call/types.js";
+import { type Call, type Interceptor, streamsResponses } from "../call/types.js";
 import type { ErrorReporter } from "../errors/reporter.js";
 import { observe } from "./observe.js";
 
@@ -29,6 +30,16 @@ export function errorNotification(reporter: ErrorReporter): Interceptor {
         }
       });
     };
+    if (!streamsResponses(method.kind)) {
+      return (call) =>
+        callNext(next, call).then(
+          (result) => ("message" in result ? result : observe(result, (error) => notify(call, error))),
+          (err: unknown) => {
+            notify(call, err);
+            throw err;
+          },
+        );
+    }
     return async (call) => {
       let result: Awaited<ReturnType<typeof next>>;
       try {

@@ -1,3 +1,4 @@
+import { callNext } from "../call/chain.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, statusCode } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
@@ -16,19 +17,22 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
     const stats = serverMetrics.method(method);
     const timed = stats.duration !== undefined;
     if (method.kind === "unary") {
-      return async (call) => {
+      // A promise reaction rather than an async function: one frame and one await fewer per call.
+      return (call) => {
         stats.started.value++;
         stats.received.value++;
         const start = timed ? performance.now() : 0;
-        try {
-          const result = await next(call);
-          stats.sent.value++;
-          stats.end(Code.OK, start);
-          return result;
-        } catch (err) {
-          stats.end(statusCode(err), start);
-          throw err;
-        }
+        return callNext(next, call).then(
+          (result) => {
+            stats.sent.value++;
+            stats.end(Code.OK, start);
+            return result;
+          },
+          (err: unknown) => {
+            stats.end(statusCode(err), start);
+            throw err;
+          },
+        );
       };
     }
     const countReceived = () => {

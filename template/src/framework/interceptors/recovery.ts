@@ -1,6 +1,7 @@
+import { callNext } from "../call/chain.js";
 import type { CallContext } from "../call/context.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
-import type { Interceptor } from "../call/types.js";
+import { type Interceptor, streamsResponses } from "../call/types.js";
 import { mapStreamErrors } from "./observe.js";
 
 /**
@@ -8,7 +9,17 @@ import { mapStreamErrors } from "./observe.js";
  * "internal error". The real message and stack go to the log, never to the client,
  * and the process keeps serving.
  */
-export const recovery: Interceptor = (next) => {
+export const recovery: Interceptor = (next, method) => {
+  // A single response: no stream to map, and a promise reaction instead of an async function's frame.
+  if (!streamsResponses(method.kind)) {
+    return (call) =>
+      callNext(next, call).then(
+        (result) => ("message" in result ? result : mapStreamErrors(result, (err) => recover(err, call.ctx))),
+        (err: unknown) => {
+          throw recover(err, call.ctx);
+        },
+      );
+  }
   return async (call) => {
     try {
       return mapStreamErrors(await next(call), (err) => recover(err, call.ctx));

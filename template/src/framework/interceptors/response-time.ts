@@ -1,3 +1,4 @@
+import { callNext } from "../call/chain.js";
 import { Code, codeName, statusCode } from "../call/status.js";
 import type { Call, Interceptor } from "../call/types.js";
 import { writeCallLine } from "../logging/call-line.js";
@@ -21,16 +22,19 @@ export function responseTimeLog(errorsOnly: boolean): Interceptor {
   };
   return (next, method) => {
     if (method.kind === "unary") {
-      return async (call) => {
+      // A promise reaction rather than an async function: one frame and one await fewer per call.
+      return (call) => {
         const start = performance.now();
-        try {
-          const result = await next(call);
-          log(call, start, undefined);
-          return result;
-        } catch (err) {
-          log(call, start, err);
-          throw err;
-        }
+        return callNext(next, call).then(
+          (result) => {
+            log(call, start, undefined);
+            return result;
+          },
+          (err: unknown) => {
+            log(call, start, err);
+            throw err;
+          },
+        );
       };
     }
     return async (call) => {

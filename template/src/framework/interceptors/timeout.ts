@@ -7,6 +7,15 @@ import type { CallResult, Interceptor } from "../call/types.js";
 
 const deadlineExceeded = () => new GrpcError(Code.DEADLINE_EXCEEDED, "deadline exceeded");
 
+// The executor of each call's promise hands its functions over through these: one function for every call,
+// not a closure per call.
+let capturedResolve: (result: CallResult) => void = () => {};
+let capturedReject: (error: unknown) => void = () => {};
+function captureSettlers(resolve: (result: CallResult) => void, reject: (error: unknown) => void): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
+}
+
 /** One call waiting on its deadline; made once per call, it holds what the timer needs to end the call. */
 class Pending {
   prev: Pending | undefined;
@@ -16,13 +25,50 @@ class Pending {
   timer: NodeJS.Timeout | undefined;
   /** The response stream, once the handler returned one: it keeps the deadline until it ends. */
   stream: ResponseStream | undefined;
-  resolve!: (result: CallResult) => void;
-  reject!: (error: unknown) => void;
+  /** Settled by whichever comes first, the rest of the chain or the deadline (no Promise.race and its extra promises). */
+  readonly promise: Promise<CallResult>;
+  readonly resolve: (result: CallResult) => void;
+  readonly reject: (error: unknown) => void;
+  /** The shared list it waits in, or undefined when it has a timer of its own. */
+  list: ExpiryList | undefined;
 
   constructor(
     readonly ctx: CallContext,
     readonly requests: RequestStream | undefined,
-  ) {}
+  ) {
+    this.promise = new Promise(captureSettlers);
+    this.resolve = capturedResolve;
+    this.reject = capturedReject;
+  }
+
+  /** The call is over (or its stream is): it stops waiting for the deadline. */
+  done(): void {
+    if (this.list) this.list.remove(this);
+    else clearTimeout(this.timer);
+  }
+
+  /** The rest of the chain answered: a single message settles the call, a stream keeps the deadline until it ends. */
+  settle(result: CallResult | undefined, streams: boolean): void {
+    if (result === undefined) {
+      this.fail(undefined); // not a result: as before, the call fails
+      return;
+    }
+    if (!streams || "message" in result) {
+      this.done();
+      this.resolve(result);
+      return;
+    }
+    const stream = ResponseStream.of(result.stream)
+      .interruptible()
+      .onEnd(() => this.done());
+    this.stream = stream;
+    this.resolve(stream === result.stream ? result : { stream });
+  }
+
+  fail(error: unknown): void {
+    this.done();
+    this.reject(error);
+  }
 
   expire(): void {
     // Made only when the deadline really passes: most calls never need it.
@@ -114,33 +160,16 @@ export function defaultTimeout(seconds: number): Interceptor {
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
-      // One promise settled by whichever comes first, rather than a Promise.race and its extra promises.
       const pending = new Pending(ctx, call.requests?.interruptible());
-      const done = () => {
-        if (list) list.remove(pending);
-        else clearTimeout(pending.timer);
-      };
-      const settle = (error: unknown, result?: CallResult) => {
-        if (result === undefined || !streams || "message" in result) {
-          done();
-          if (result) pending.resolve(result);
-          else pending.reject(error);
-          return;
-        }
-        // A stream keeps its deadline until it ends.
-        const stream = ResponseStream.of(result.stream).interruptible().onEnd(done);
-        pending.stream = stream;
-        pending.resolve(stream === result.stream ? result : { stream });
-      };
-      const promise = new Promise<CallResult>((resolve, reject) => {
-        pending.resolve = resolve;
-        pending.reject = reject;
-      });
+      pending.list = list;
       if (list) list.add(pending);
       // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
       else pending.timer = setTimeout(expireByTimer, Math.min(remaining, MAX_TIMER_MS), pending);
-      next(call).then((result) => settle(undefined, result), settle);
-      return promise;
+      next(call).then(
+        (result) => pending.settle(result, streams),
+        (err: unknown) => pending.fail(err),
+      );
+      return pending.promise;
     };
   };
 }

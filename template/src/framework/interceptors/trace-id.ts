@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
+import { firstValue } from "../call/metadata-values.js";
 import type { Interceptor } from "../call/types.js";
 
 const MAX_TRACE_ID_LENGTH = 128;
@@ -32,7 +33,7 @@ export function traceId(headerName: string): Interceptor {
       const { ctx, requests } = call;
       const id =
         (requests ? undefined : sanitizeTraceId(fromRequest(call.request))) ??
-        sanitizeTraceId(ctx.metadata.get(header)[0] as string | undefined) ??
+        sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ??
         randomUUID();
       ctx.setTraceId(id);
       // The value is a UUID or sanitized (printable ASCII): valid metadata.

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Logger } from "pino";
-import { writeCallLine } from "./call-line.js";
+import { jsonString, writeCallLine } from "./call-line.js";
 import { configureLogging, requestLogger, rootLogger } from "./logger.js";
 
 const lines: string[] = [];
@@ -49,6 +49,43 @@ describe("the call line", () => {
       ...JSON.parse(expected),
       "@timestamp": JSON.parse(lines[0] as string)["@timestamp"],
     });
+  });
+
+  test("quotes strings as JSON.stringify does, escapes and surrogates included", () => {
+    const values = [
+      "",
+      "/pkg.v1.Svc/Echo",
+      "0b1c2d3e-aaaa-4bbb-8ccc-0123456789ab",
+      'quote " backslash \\ slash /',
+      "tab\t newline\n nul\u0000 unit\u001f del\u007f",
+      "line sep \u2028 para sep \u2029 bom \ufeff",
+      "é ü 漢字",
+      "pair 😀 ok",
+      "lone high \ud83d end",
+      "lone low \ude00 end",
+      "reversed \ude00\ud83d",
+      "\ud83d",
+    ];
+    for (const value of values) assert.equal(jsonString(value), JSON.stringify(value), JSON.stringify(value));
+    for (let code = 0; code < 0x10000; code++) {
+      const value = `a${String.fromCharCode(code)}b`;
+      if (jsonString(value) !== JSON.stringify(value)) assert.fail(`U+${code.toString(16)}: ${jsonString(value)}`);
+    }
+  });
+
+  test("writes surrogate pairs and control characters in fields as pino does, and escapes a lone surrogate", () => {
+    capture("info");
+    const fields = { grpcMethod: "/pkg.v1.Svc/Echo", httpPath: "/api/😀/x", trace: "a\u0001b\u2028c" };
+    const extra = { grpcCode: "Internal", took_ms: 12.5 };
+    const expected = viaPino(fields, extra);
+    writeCallLine(callLog(fields), extra, "response time");
+    assert.equal(stamp(lines.pop() as string), stamp(expected));
+    // pino writes a short string's lone surrogate as it is (not valid UTF-8 once encoded); the line escapes it,
+    // as JSON.stringify does, so the value survives.
+    writeCallLine(callLog({ httpPath: "/api/\ud83d/x" }), extra, "response time");
+    const line = lines.pop() as string;
+    assert.match(line, /"httpPath":"\/api\/\\ud83d\/x"/);
+    assert.equal(JSON.parse(line).httpPath, "/api/\ud83d/x");
   });
 
   test("goes through pino when a field is not a plain value or clashes with the line's own keys", () => {

@@ -15,6 +15,30 @@ function quoted(key: string): string {
   return q;
 }
 
+/** What JSON.stringify escapes in a string: `"`, `\`, control characters, and (when lone) surrogates. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * `JSON.stringify(value)` for a string, byte for byte: most values (method paths, trace IDs, code names)
+ * need no escaping, and quoting them is cheaper than the serialiser's general path. A value with a
+ * character JSON escapes, or any surrogate (lone ones are escaped, pairs not), takes JSON.stringify.
+ */
+export function jsonString(value: string): string {
+  return ESCAPED.test(value) ? JSON.stringify(value) : `"${value}"`;
+}
+
+/** `,"msg":<msg>}` and the newline, per message: a service writes a handful of messages this way. */
+const tails = new Map<string, string>();
+function tailOf(msg: string): string {
+  let tail = tails.get(msg);
+  if (tail === undefined) {
+    tail = `,"msg":${JSON.stringify(msg)}}\n`;
+    if (tails.size < 100) tails.set(msg, tail);
+  }
+  return tail;
+}
+
 /**
  * The members of `fields` then `extra` as JSON text (`,"k":v…`), or undefined when a value is not a plain
  * string, number or boolean, or a key would appear twice: those lines need pino's general path.
@@ -27,12 +51,15 @@ function members(fields: Record<string, unknown>, extra: Record<string, string |
     const value = fields[key];
     if (value === undefined) continue; // as pino: an undefined field is left out
     if (RESERVED.has(key) || key in extra) return undefined;
-    if (typeof value === "string") out += `,${quoted(key)}:${JSON.stringify(value)}`;
+    if (typeof value === "string") out += `,${quoted(key)}:${jsonString(value)}`;
     else if (typeof value === "number") out += `,${quoted(key)}:${Number.isFinite(value) ? value : "null"}`;
     else if (typeof value === "boolean") out += `,${quoted(key)}:${value}`;
     else return undefined;
   }
-  for (const key in extra) out += `,"${key}":${JSON.stringify(extra[key])}`;
+  for (const key in extra) {
+    const value = extra[key] as string | number;
+    out += `,"${key}":${typeof value === "string" ? jsonString(value) : Number.isFinite(value) ? value : "null"}`;
+  }
   return out;
 }
 
@@ -60,5 +87,5 @@ export function writeCallLine(call: CallLog, extra: Record<string, string | numb
     return;
   }
   const stream = (root as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym] as DestinationStream;
-  stream.write(`{"level":"info"${timestamp()}${body},"msg":${JSON.stringify(msg)}}\n`);
+  stream.write(`{"level":"info"${timestamp()}${body}${tailOf(msg)}`);
 }

@@ -11,6 +11,7 @@ import type {
 import { CallContext, runInContext } from "../call/context.js";
 import { drained } from "../call/drained.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
+import { firstValue, isEmptyMetadata } from "../call/metadata-values.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
@@ -69,9 +70,10 @@ class GrpcCancellation implements CancelSource {
   }
 }
 
+/** An empty header is not sent: grpc-js sends its own defaults with the first message or the status. */
 function sendHeaderOf(call: GrpcCall): (header: Metadata) => void {
   return (header) => {
-    if (Object.keys(header.getMap()).length > 0) call.sendMetadata(header);
+    if (!isEmptyMetadata(header)) call.sendMetadata(header);
   };
 }
 
@@ -91,7 +93,7 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
 
 /** The HTTP path the gateway sent, if it did; the header is removed either way, so handlers never see it. */
 function gatewayPathOf(metadata: Metadata): string | undefined {
-  const [value] = metadata.get(GATEWAY_PATH_KEY);
+  const value = firstValue(metadata, GATEWAY_PATH_KEY);
   if (value === undefined) return undefined;
   metadata.remove(GATEWAY_PATH_KEY);
   return typeof value === "string" && value.startsWith(GATEWAY_PATH_TOKEN) ? value.slice(GATEWAY_PATH_TOKEN.length) : undefined;
@@ -226,11 +228,12 @@ export function grpcHandler(method: BoundMethod) {
       return (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
         const cancellation = new GrpcCancellation(call);
         const ctx = contextFor(info, call, cancellation);
-        runInContext(ctx, () => invoke({ method: info, ctx, request: call.request })).then(
+        // An empty trailer is not made: grpc-js sends the status alone then (with the same bytes).
+        runInContext(ctx, invoke, { method: info, ctx, request: call.request }).then(
           (result) => {
             cancellation.answered = true;
             ctx.sendHeader();
-            callback(null, "message" in result ? (wireResponse(result) as Message) : undefined, ctx.responseTrailer);
+            callback(null, "message" in result ? (wireResponse(result) as Message) : undefined, ctx.responseTrailerIfAny);
           },
           (err: unknown) => {
             cancellation.answered = true;
@@ -243,12 +246,12 @@ export function grpcHandler(method: BoundMethod) {
         const cancellation = new GrpcCancellation(call);
         const ctx = contextFor(info, call, cancellation);
         const requests = requestsOf(call, ctx, cancellation);
-        runInContext(ctx, () => invoke({ method: info, ctx, request: emptyRequestOf(info), requests })).then(
+        runInContext(ctx, invoke, { method: info, ctx, request: emptyRequestOf(info), requests }).then(
           (result) => {
             if (cancellation.cancelled) return; // nobody left to tell
             cancellation.answered = true;
             ctx.sendHeader();
-            callback(null, "message" in result ? (wireResponse(result) as Message) : undefined, ctx.responseTrailer);
+            callback(null, "message" in result ? (wireResponse(result) as Message) : undefined, ctx.responseTrailerIfAny);
           },
           (err: unknown) => {
             if (cancellation.cancelled) return;

@@ -32,13 +32,19 @@ type AnyHandler = (input: never, ctx: CallContext) => unknown;
 function handlerStep(info: MethodInfo, handler: AnyHandler, limit: ResponseLimit | undefined): Next {
   const output = info.desc.output;
   switch (info.kind) {
-    case "unary":
-      if (limit === undefined)
-        return async (call) => ({ message: create(output, (await handler(call.request as never, call.ctx)) as never) });
-      return async (call) => {
-        const message = create(output, (await handler(call.request as never, call.ctx)) as never);
-        return call.ctx.transport === "grpc" ? limit.check(output, message) : { message };
+    case "unary": {
+      const plain = (response: unknown): CallResult => ({ message: create(output, response as never) });
+      const checked = limit && ((response: unknown): CallResult => limit.check(output, create(output, response as never)));
+      // Not an async function: an async handler's promise gets one reaction, and a handler that answers
+      // synchronously none at all (a throw is the chain's rejection, see Chain.compose).
+      return (call) => {
+        const toResult = checked !== undefined && call.ctx.transport === "grpc" ? checked : plain;
+        const response = handler(call.request as never, call.ctx);
+        if (response instanceof Promise) return response.then(toResult);
+        if (isThenable(response)) return Promise.resolve(response).then(toResult);
+        return Promise.resolve(toResult(response));
       };
+    }
     case "server_streaming": {
       // The handler's generator is the stream itself: the chain's hooks and the `create` of each message
       // ride on one ResponseStream, with no generator of the framework's in between.
@@ -80,6 +86,10 @@ function handlerStep(info: MethodInfo, handler: AnyHandler, limit: ResponseLimit
         return { stream };
       };
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && typeof value === "object" && typeof (value as { then?: unknown }).then === "function";
 }
 
 /** The handler's responses, ending in the request stream's error instead when a request message failed. */
