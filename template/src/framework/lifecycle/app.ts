@@ -23,6 +23,7 @@ import { registerHealthRoutes } from "../health/routes.js";
 import { grpcMetrics } from "../interceptors/metrics.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
+import { routeGrpcJsLogs } from "../server/grpc-js-logs.js";
 import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
@@ -85,6 +86,9 @@ export class App {
   constructor(options: AppOptions) {
     this.config = options.config ?? loadConfig();
     this.log = configureLogging({ level: this.config.LOG_LEVEL, format: this.config.LOG_FORMAT, destination: options.logDestination });
+    // From here, not only once the gRPC server is made: grpc-js clients a preStart hook (or a service's
+    // constructor) creates log through the same logger.
+    routeGrpcJsLogs();
     this.#services = options.services;
     this.#reporter = createReporter(this.config.SENTRY_DSN, this.config.GIT_COMMIT);
     this.metrics = createServerMetrics(this.config);
