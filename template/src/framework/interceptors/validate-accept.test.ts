@@ -194,11 +194,11 @@ function ruledFile(kind: Kind, r: Rng, count: number): Registry {
     // Rules on one or two of the shapes, so that a message passes often enough for both answers to be common.
     const ruled = new Set(r.some(["a", "b", "c", "d", "e"], 2));
     const options = (shape: string, rules: () => FieldRulesInit) => (ruled.has(shape) ? { options: fieldOptions(rules()) } : {});
-    const top = (): FieldRulesInit => ({
-      ...scalarRules(),
+    const presence = () => ({
       ...(r.chance(0.2) ? { required: true } : {}),
       ...(r.chance(0.5) ? { ignore: r.pick(IGNORES) } : {}),
     });
+    const top = (): FieldRulesInit => ({ ...scalarRules(), ...presence() });
     const items: FieldRulesInit = { ...scalarRules(), ...(r.chance(0.4) ? { ignore: r.pick(IGNORES) } : {}) };
     const repeated: Record<string, unknown> = { items };
     if (r.chance(0.2)) repeated.minItems = r.pick(SIZES);
@@ -218,14 +218,17 @@ function ruledFile(kind: Kind, r: Rng, count: number): Registry {
         typed("b", 2, { ...options("b", top), proto3Optional: true, oneofIndex: 1 }),
         typed("c", 3, { ...options("c", top), oneofIndex: 0 }),
         { name: "c2", number: 4, type: Type.STRING, label: Label.OPTIONAL, oneofIndex: 0 },
-        typed("d", 5, { label: Label.REPEATED, ...options("d", () => ({ type: { case: "repeated", value: repeated } }) as never) }),
+        typed("d", 5, {
+          label: Label.REPEATED,
+          ...options("d", () => ({ type: { case: "repeated", value: repeated }, ...presence() }) as never),
+        }),
         {
           name: "e",
           number: 6,
           type: Type.MESSAGE,
           label: Label.REPEATED,
           typeName: `.k.T${i}.EEntry`,
-          ...options("e", () => ({ type: { case: "map", value: mapRules } }) as never),
+          ...options("e", () => ({ type: { case: "map", value: mapRules }, ...presence() }) as never),
         },
       ],
       nestedType: [
