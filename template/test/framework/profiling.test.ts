@@ -15,6 +15,13 @@ function strings(profile: Profile, ids: (number | bigint)[]): string[] {
   return ids.map((id) => profile.stringTable.strings[Number(id)] ?? "");
 }
 
+/** The names of the profile's sample types (`key` "type") or of their units ("unit"), from its string table. */
+const sampleTypes = (profile: Profile, key: "type" | "unit" = "type") =>
+  strings(
+    profile,
+    profile.sampleType.map((s) => s[key]),
+  );
+
 test("/debug/pprof/profile returns a gzipped pprof CPU profile with the service's own frames", async (t) => {
   const server = await startTestServer([fixtureService]);
   t.after(() => server.close());
@@ -26,20 +33,8 @@ test("/debug/pprof/profile returns a gzipped pprof CPU profile with the service'
   const res = await profiling;
   assert.equal(res.status, 200);
   const profile = Profile.decode(gunzipSync(Buffer.from(await res.arrayBuffer())));
-  assert.deepEqual(
-    strings(
-      profile,
-      profile.sampleType.map((s) => s.type),
-    ),
-    ["samples", "cpu"],
-  );
-  assert.deepEqual(
-    strings(
-      profile,
-      profile.sampleType.map((s) => s.unit),
-    ),
-    ["count", "nanoseconds"],
-  );
+  assert.deepEqual(sampleTypes(profile), ["samples", "cpu"]);
+  assert.deepEqual(sampleTypes(profile, "unit"), ["count", "nanoseconds"]);
   assert.ok(profile.sample.length > 0, "samples");
   const files = strings(
     profile,
@@ -72,13 +67,7 @@ test("/debug/pprof/heap is pprof with in-use objects and bytes; ?debug=1 is a te
   const res = await fetch(`${server.httpUrl}/debug/pprof/heap`);
   assert.equal(res.status, 200);
   const profile = Profile.decode(gunzipSync(Buffer.from(await res.arrayBuffer())));
-  assert.deepEqual(
-    strings(
-      profile,
-      profile.sampleType.map((s) => s.type),
-    ),
-    ["inuse_objects", "inuse_space"],
-  );
+  assert.deepEqual(sampleTypes(profile), ["inuse_objects", "inuse_space"]);
   const text = await (await fetch(`${server.httpUrl}/debug/pprof/heap?debug=1`)).text();
   assert.match(text, /^heap profile \(sampled live allocations\): \d+ bytes/);
   assert.match(text, /process: rss \d+/);
