@@ -1,12 +1,18 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { create, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
-import { type CountdownRequest, type EchoRequest, EchoRequestSchema, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
+import {
+  ChatRequestSchema,
+  type CountdownRequest,
+  type EchoRequest,
+  EchoRequestSchema,
+  FixtureService,
+} from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { BoundMethod } from "../server/methods.js";
 import { parsePathTemplate } from "./path-template.js";
-import { decodeRequest } from "./request.js";
+import { decodeRequest, streamMessageDecoder } from "./request.js";
 import { Router } from "./router.js";
 import { compileRoutes, type GatewayRoute } from "./routes.js";
 
@@ -156,6 +162,43 @@ describe("decodeRequest", () => {
           assert.equal(actual.message, expected.message, body.slice(0, 60));
         } else assert.deepStrictEqual(actual, expected, body.slice(0, 60));
       }
+    });
+
+    test("each message of a request stream gives the message, or the error text, that JSON.parse and protobuf-es give", () => {
+      const route = routeFor("POST", "/api/v1/chat");
+      const decode = streamMessageDecoder(route, [], "");
+      const before = (text: string, index: number): Message | GrpcError => {
+        try {
+          return fromJson(ChatRequestSchema, JSON.parse(text) as JsonValue, { ignoreUnknownFields: true });
+        } catch (err) {
+          const problem = err instanceof SyntaxError ? `malformed JSON: ${err.message}` : (err as Error).message;
+          return new GrpcError(Code.INVALID_ARGUMENT, `request message ${index + 1}: ${problem}`);
+        }
+      };
+      const texts = [
+        '{"text":"hi"}',
+        '{"text":"hi","trace_id":"t"}',
+        "{}",
+        '{"text":1}',
+        '{"text":"a","text":"b"}',
+        '{"text":"\\u0041"}',
+        '{"text":',
+        "[]",
+      ];
+      texts.forEach((text, index) => {
+        const expected = before(text, index);
+        let actual: Message | GrpcError;
+        try {
+          actual = decode(text, index);
+        } catch (err) {
+          actual = err as GrpcError;
+        }
+        if (expected instanceof GrpcError) {
+          assert.ok(actual instanceof GrpcError, text);
+          assert.equal(actual.code, expected.code, text);
+          assert.equal(actual.message, expected.message, text);
+        } else assert.deepStrictEqual(actual, expected, text);
+      });
     });
 
     test("unknown JSON fields are ignored", () => {

@@ -173,6 +173,9 @@ function decodeBody(route: GatewayRoute, input: DescMessage, body: string | RawB
 
 /** One JSON text into the request: the whole message (`body: "*"`) or the body field. Malformed JSON throws a SyntaxError. */
 function decodeJson(route: GatewayRoute, input: DescMessage, json: string): Message {
+  // A plain message read straight from the text, as for a unary body; anything else, and every error, the general way.
+  const message = route.body === "*" ? jsonReader(input)?.(json) : undefined;
+  if (message) return message;
   // JSON.parse first (as fromJsonString would), so malformed JSON is told apart from a wrong value.
   return messageFromJson(route, input, JSON.parse(json) as JsonValue);
 }
