@@ -1,28 +1,33 @@
 // The gateway's Unix socket across a kill -9: the next start removes what the killed process left and
-// serves, and never touches the socket of a process still serving on it.
+// serves, and never touches the socket of a process still serving on it. The processes get a temp directory
+// of their own: every start sweeps the sockets of killed processes it finds there, so a service started by
+// another test file at the same time could otherwise sweep this test's stale socket first.
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, test } from "node:test";
+import { after, afterEach, test } from "node:test";
 import { FIXTURE_MAIN, killServiceProcesses, type LogLine, startServiceProcess } from "./support/service-process.js";
 
 afterEach(killServiceProcesses);
 
+const TEMP = mkdtempSync(join(tmpdir(), "unix-socket-restart-"));
+after(() => rmSync(TEMP, { recursive: true, force: true }));
+
 /** The service in unix gateway mode, once ready. */
 async function startInUnixMode() {
-  const service = startServiceProcess(FIXTURE_MAIN, { GATEWAY_MODE: "unix" });
+  const service = startServiceProcess(FIXTURE_MAIN, { GATEWAY_MODE: "unix", TMPDIR: TEMP });
   const ready = await service.waitForLog("ready", (l: LogLine) => l.msg === "ready");
   assert.equal(ready.gatewayMode, "unix");
   return { service, httpUrl: `http://127.0.0.1:${ready.httpPort}` };
 }
 
-/** The socket directories of the process with this pid (named `grpc-gateway-<pid>-XXXXXX`), in the shared temp directory. */
+/** The socket directories of the process with this pid (named `grpc-gateway-<pid>-XXXXXX`) in the test's temp directory. */
 function socketDirs(pid: number | undefined): string[] {
-  return readdirSync(tmpdir())
+  return readdirSync(TEMP)
     .filter((name) => name.startsWith(`grpc-gateway-${pid}-`))
-    .map((name) => join(tmpdir(), name));
+    .map((name) => join(TEMP, name));
 }
 
 async function echoThroughGateway(httpUrl: string): Promise<void> {
