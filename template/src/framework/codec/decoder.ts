@@ -2,6 +2,7 @@ import { isUtf8 } from "node:buffer";
 import { create, type DescField, type DescMessage, type Message, protoInt64, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { FALLBACK } from "./compilable.js";
+import { wireTypeOf } from "./wire-type.js";
 
 /**
  * Compiled decoders: for each message type, closures made once that read what protobuf-es's `fromBinary`
@@ -378,24 +379,6 @@ function fixed(r: Reader, n: number): number {
   if (pos + n > r.len) throw FALLBACK;
   r.pos = pos + n;
   return pos;
-}
-
-function wireTypeOf(type: ScalarType): number {
-  switch (type) {
-    case ScalarType.STRING:
-    case ScalarType.BYTES:
-      return 2;
-    case ScalarType.DOUBLE:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return 1;
-    case ScalarType.FLOAT:
-    case ScalarType.FIXED32:
-    case ScalarType.SFIXED32:
-      return 5;
-    default:
-      return 0;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { FALLBACK } from "./compilable.js";
+import { wireTypeOf } from "./wire-type.js";
 
 /**
  * Compiled encoders: for each message type, closures made once that write exactly the bytes protobuf-es's
@@ -521,24 +522,6 @@ const SCALARS: Record<ScalarType, ScalarEncoder> = {
   [ScalarType.SINT32]: SINT32,
   [ScalarType.SINT64]: varint64(true, true),
 };
-
-function wireTypeOf(type: ScalarType): number {
-  switch (type) {
-    case ScalarType.STRING:
-    case ScalarType.BYTES:
-      return 2;
-    case ScalarType.DOUBLE:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return 1;
-    case ScalarType.FLOAT:
-    case ScalarType.FIXED32:
-    case ScalarType.SFIXED32:
-      return 5;
-    default:
-      return 0;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Wire primitives.

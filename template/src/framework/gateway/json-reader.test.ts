@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { create, type DescMessage, fromJson, type JsonValue, type Message, toBinary } from "@bufbuild/protobuf";
+import { messagesOf, random } from "../../../test/framework/support/random.js";
 import { EchoRequestSchema, FailRequestSchema, file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import {
   DeeperSchema,
@@ -31,30 +32,6 @@ function check(desc: DescMessage, text: string): Message | undefined {
   assert.deepEqual(toBinary(desc, ours), toBinary(desc, ref));
   assert.deepEqual(Object.keys(ours), Object.keys(ref), "same properties in the same order");
   return ours;
-}
-
-function messagesOf(...files: { messages: DescMessage[] }[]): DescMessage[] {
-  const all: DescMessage[] = [];
-  const add = (m: DescMessage) => {
-    all.push(m);
-    m.nestedMessages.forEach(add);
-  };
-  for (const f of files) f.messages.forEach(add);
-  return all;
-}
-
-/** A small seeded generator, so a failure names a text that can be made again. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  const next = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
-  return { next, pick, int: (n: number) => Math.floor(next() * n) };
 }
 
 /** Value texts, well-formed JSON or not. */

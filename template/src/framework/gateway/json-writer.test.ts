@@ -11,36 +11,13 @@ import {
   toJsonString,
 } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, file_google_protobuf_descriptor, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { messagesOf, random } from "../../../test/framework/support/random.js";
 import { EchoResponseSchema, file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { BookSchema, file_gatewaytest_v1_library, type Genre, QueryRequestSchema } from "../../../test/gen/gatewaytest/v1/library_pb.js";
 import { isCompiled, jsonWriter } from "./json-writer.js";
 
 const OPTIONS = { alwaysEmitImplicit: true } as const;
 
-/** Every message type of the service's and the test protos, nested ones included. */
-function messagesOf(...files: { messages: DescMessage[] }[]): DescMessage[] {
-  const all: DescMessage[] = [];
-  const add = (m: DescMessage) => {
-    all.push(m);
-    m.nestedMessages.forEach(add);
-  };
-  for (const f of files) f.messages.forEach(add);
-  return all;
-}
-
-/** A small seeded generator, so a failure names a message that can be made again. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  const next = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
-  return { next, pick, int: (n: number) => Math.floor(next() * n) };
-}
 type Random = ReturnType<typeof random>;
 
 const STRINGS = [
