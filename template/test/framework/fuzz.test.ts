@@ -14,26 +14,19 @@ import { createHttpServer, HTTP_LIMITS } from "../../src/framework/server/http-s
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { random } from "./support/random.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 const REQUEST_TIMEOUT_MS = 5000;
 /** Small, so oversized inputs are cheap to send. */
 const MAX_MESSAGE = 64 * 1024;
 
-/** mulberry32: a small seeded PRNG, the same sequence for the same seed. */
+/** The seeded generator with the byte and text shapes the fuzzing sends. */
 function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
+  const { int, pick } = random(seed);
   return {
     int,
-    pick: <T>(items: readonly T[]): T => items[int(items.length)]!,
+    pick,
     bytes: (n: number) => Buffer.from(Array.from({ length: n }, () => int(256))),
     /** Letters and digits (header names). */
     alnum: (n: number) => Array.from({ length: n }, () => "abcdefghijklmnopqrstuvwxyz0123456789"[int(36)]).join(""),

@@ -3,7 +3,6 @@ import { describe, test } from "node:test";
 import {
   create,
   type DescField,
-  type DescFile,
   type DescMessage,
   equals,
   fromBinary,
@@ -13,6 +12,7 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import * as wkt from "@bufbuild/protobuf/wkt";
+import { messagesOf } from "../../../test/framework/support/random.js";
 import { file_codec_v1_kinds, MapsSchema, ScalarsSchema, SparseSchema, WithStructSchema } from "../../../test/gen/codec/v1/kinds_pb.js";
 import { file_codec_v1_legacy, LegacySchema } from "../../../test/gen/codec/v1/legacy_pb.js";
 import { file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
@@ -170,16 +170,6 @@ class Gen {
   }
 }
 
-function messagesOf(files: DescFile[]): DescMessage[] {
-  const all: DescMessage[] = [];
-  const add = (m: DescMessage) => {
-    all.push(m);
-    m.nestedMessages.forEach(add);
-  };
-  for (const f of files) f.messages.forEach(add);
-  return all;
-}
-
 const WKT_FILES = [
   wkt.file_google_protobuf_any,
   wkt.file_google_protobuf_duration,
@@ -189,7 +179,7 @@ const WKT_FILES = [
   wkt.file_google_protobuf_timestamp,
   wkt.file_google_protobuf_wrappers,
 ];
-const TYPES = messagesOf([file_fixture_v1_fixture, file_codec_v1_kinds, ...WKT_FILES]);
+const TYPES = messagesOf(file_fixture_v1_fixture, file_codec_v1_kinds, ...WKT_FILES);
 
 /** decode's outcome (message or error) is protobuf-es's. */
 function assertSameDecode(desc: DescMessage, bytes: Uint8Array, note: string): void {
@@ -214,7 +204,7 @@ describe("the compiled binary codec", () => {
   test("compiles every proto3 type of the fixture, the test kinds and the well-known types but Struct holders", () => {
     for (const desc of TYPES) assert.equal(compilable(desc), desc !== WithStructSchema, desc.typeName);
     assert.equal(compilable(LegacySchema), false);
-    assert.equal(messagesOf([file_codec_v1_legacy]).filter((d) => compilable(d)).length, 0);
+    assert.equal(messagesOf(file_codec_v1_legacy).filter((d) => compilable(d)).length, 0);
   });
 
   test("encodes random messages of every type to exactly protobuf-es's bytes, and decodes them to protobuf-es's messages, without falling back", () => {

@@ -32,6 +32,7 @@ import {
   oneof as oneofRules,
 } from "@bufbuild/protovalidate/gen/buf/validate/validate_pb.js";
 import { Metadata } from "@grpc/grpc-js";
+import { random } from "../../../test/framework/support/random.js";
 import * as fixture from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { type BadRequest, BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { CallContext } from "../call/context.js";
@@ -48,23 +49,7 @@ import { codePoints, compileFastAccept, utf8Length } from "./validate-accept.js"
 type FieldRulesInit = MessageInitShape<typeof FieldRulesSchema>;
 const validator = createValidator();
 
-/** A small deterministic PRNG (mulberry32), so a failure names a seed that reproduces it. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)] as T;
-  const chance = (p: number) => next() < p;
-  const some = <T>(xs: readonly T[], max = 3): T[] => Array.from({ length: 1 + int(max) }, () => pick(xs));
-  return { int, pick, chance, some };
-}
-type Rng = ReturnType<typeof rng>;
+type Rng = ReturnType<typeof random>;
 
 const fieldOptions = (rules: FieldRulesInit) => {
   const options = create(FieldOptionsSchema);
@@ -295,7 +280,7 @@ describe("fast accept: the compiled predicate agrees with protovalidate", () => 
   for (const kind of KINDS) {
     test(`${kind.rule} rules on implicit, optional, oneof, list item, map key and value fields`, () => {
       const seed = 1000 + KINDS.indexOf(kind);
-      const r = rng(seed);
+      const r = random(seed);
       const registry = ruledFile(kind, r, 60);
       let valid = 0;
       let invalid = 0;
@@ -435,7 +420,7 @@ describe("fast accept: the compiled predicate agrees with protovalidate", () => 
   });
 
   test("string lengths count code points (a surrogate pair is one, a lone surrogate one) and UTF-8 bytes as TextEncoder writes them", () => {
-    const r = rng(7);
+    const r = random(7);
     const encoder = new TextEncoder();
     for (let i = 0; i < 2000; i++) {
       const s = Array.from({ length: r.int(8) }, () =>
@@ -546,7 +531,7 @@ describe("fast accept: nested, recursive and unruled types", () => {
     const desc = nested.getMessage("n.Tree") as DescMessage;
     const accept = compileFastAccept(desc);
     assert.ok(accept);
-    const r = rng(42);
+    const r = random(42);
     let valid = 0;
     for (let i = 0; i < 3000; i++) {
       if (equivalent(desc, create(desc, randomTree(r, r.int(4)) as never), accept, `tree #${i}`)) valid++;
@@ -555,7 +540,7 @@ describe("fast accept: nested, recursive and unruled types", () => {
   });
 
   test("the request types of the fixture service (a copy of the generated service's) compile, accept valid messages and agree on random ones", () => {
-    const r = rng(3);
+    const r = random(3);
     for (const file of [fixture]) {
       const types = [
         file.EchoRequestSchema,
@@ -817,7 +802,7 @@ async function interceptorError(desc: DescMessage, request: Message): Promise<un
 describe("the interceptor with a compiled predicate", () => {
   test("an invalid request gets protovalidate's status, message and BadRequest detail, byte for byte", async () => {
     const desc = nested.getMessage("n.Tree") as DescMessage;
-    const r = rng(9);
+    const r = random(9);
     let rejected = 0;
     for (let i = 0; i < 300; i++) {
       const message = create(desc, randomTree(r, 2) as never);

@@ -21,6 +21,10 @@ export function random(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
-  return { next, pick, int: (n: number) => Math.floor(next() * n) };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  const chance = (p: number) => next() < p;
+  /** One to `max` picks from `xs`. */
+  const some = <T>(xs: readonly T[], max = 3): T[] => Array.from({ length: 1 + int(max) }, () => pick(xs));
+  return { next, int, pick, chance, some };
 }
