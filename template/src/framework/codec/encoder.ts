@@ -2,6 +2,7 @@ import { type DescField, type DescMessage, type Message, ScalarType } from "@buf
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { FALLBACK } from "./compilable.js";
 import { wireTypeOf } from "./wire-type.js";
+import { scalarZeroTest } from "./zero.js";
 
 /**
  * Compiled encoders: for each message type, closures made once that write exactly the bytes protobuf-es's
@@ -168,20 +169,7 @@ function isZero(field: DescField & { fieldKind: "scalar" | "enum" | "message" })
     return (v) => v === zero;
   }
   if (field.fieldKind === "message") return (v) => v === undefined;
-  switch (field.scalar) {
-    case ScalarType.BOOL:
-      return (v) => v === false;
-    case ScalarType.STRING:
-      return (v) => v === "";
-    case ScalarType.BYTES:
-      return (v) => v instanceof Uint8Array && v.byteLength === 0;
-    case ScalarType.DOUBLE:
-    case ScalarType.FLOAT:
-      return (v) => Object.is(v, 0);
-    default:
-      // biome-ignore lint/suspicious/noDoubleEquals: protobuf-es's own test, which 0n and "0" pass
-      return (v) => v == 0;
-  }
+  return scalarZeroTest(field.scalar);
 }
 
 /** Encodes one value of a field, its tag included: `size`/`write` take the value, not the message. */

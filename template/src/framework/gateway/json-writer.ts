@@ -1,5 +1,6 @@
 import { type DescEnum, type DescField, type DescMessage, type Message, ScalarType, toJsonString } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
+import { scalarZeroTest } from "../codec/zero.js";
 
 /**
  * Canonical proto3 JSON of a response message as text, byte for byte what protobuf-es's
@@ -183,20 +184,7 @@ function zeroTest(field: DescField): ((value: unknown) => boolean) | undefined {
       return (v) => v === zero;
     }
     case "scalar":
-      switch (field.scalar) {
-        case ScalarType.BOOL:
-          return (v) => v === false;
-        case ScalarType.STRING:
-          return (v) => v === "";
-        case ScalarType.BYTES:
-          return (v) => v instanceof Uint8Array && v.byteLength === 0;
-        case ScalarType.DOUBLE:
-        case ScalarType.FLOAT:
-          return (v) => Object.is(v, 0); // -0 is written
-        default:
-          // biome-ignore lint/suspicious/noDoubleEquals: protobuf-es's own test, which matches 0, 0n and "0"
-          return (v) => v == 0;
-      }
+      return scalarZeroTest(field.scalar);
     default:
       return undefined; // a message field always has explicit presence
   }

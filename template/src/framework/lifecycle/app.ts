@@ -82,6 +82,9 @@ export class App {
   #stopping: Promise<void> | undefined;
   /** Work readiness need not wait for (validation plans, the Node process collectors): run once ready. */
   readonly #afterReady: (() => void)[] = [];
+  readonly #queueAfterReady = (task: () => void): void => {
+    this.#afterReady.push(task);
+  };
 
   constructor(options: AppOptions) {
     this.config = options.config ?? loadConfig();
@@ -98,7 +101,7 @@ export class App {
         tracing: tracingEnabled(),
         services: this.#services,
         metrics: this.metrics,
-        afterReady: (task) => this.#afterReady.push(task),
+        afterReady: this.#queueAfterReady,
       }),
       { around: this.metrics && grpcMetrics(this.metrics) },
     );
@@ -212,7 +215,7 @@ export class App {
       routes,
       metrics: this.metrics,
       httpPort: () => listening,
-      afterReady: (task: () => void) => this.#afterReady.push(task),
+      afterReady: this.#queueAfterReady,
     };
     if (config.ADMIN_PORT !== undefined) registerOpsRoutes((this.#admin = await createHttpServer(config)), { ...ops, adminPort: true });
     else {
