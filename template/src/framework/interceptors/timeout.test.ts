@@ -2,12 +2,15 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
+import { holdEventLoopDuringTests } from "../../../test/framework/support/event-loop.js";
 import { EchoRequestSchema, EchoResponseSchema, FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Call, CallResult } from "../call/types.js";
 import { defaultTimeout } from "./timeout.js";
+
+holdEventLoopDuringTests(); // the deadline timers are unref'd
 
 const echo = methodInfo(FixtureService.method.echo);
 const callOf = (deadline = Number.POSITIVE_INFINITY): Call => ({

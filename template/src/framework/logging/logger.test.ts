@@ -5,7 +5,10 @@ import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
+import { holdEventLoopDuringTests } from "../../../test/framework/support/event-loop.js";
 import { batchedDestination, configureLogging, requestLogger, rootLogger, timestampAt } from "./logger.js";
+
+holdEventLoopDuringTests(); // the batch timer is unref'd
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "batched-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
