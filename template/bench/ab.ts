@@ -11,6 +11,9 @@
 // (bench/streams.ts; reference: bare grpc-js; "req/s" is then messages/s and CPU is per message); startup starts each build `rounds` times in turn: spawn → first 200 from
 // /readycheck, the CPU time the process used to get there, and its RSS 2 s later. KEY=VALUE pairs go to
 // both builds' environment.
+// For grpc, two settings of ab.ts itself (its own environment): REF=loader takes the grpc-js + proto-loader
+// server (bench/servers/grpc-js-proto-loader.ts, the reference make bench holds the line against) as the
+// reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
@@ -20,6 +23,8 @@ import {
   cpuTime,
   exited,
   freePort,
+  H2_SHAPES,
+  type H2Shape,
   h2load,
   launch,
   loadavg,
@@ -47,6 +52,12 @@ if (!["in-process", "grpc", ...streams, "startup"].includes(target) || !distA ||
 const rounds = Number(roundsArg ?? 5);
 const seconds = Number(secondsArg ?? 5);
 const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
+const loaderRef = process.env.REF === "loader";
+if (process.env.REF !== undefined && !loaderRef) throw new Error(`REF=${process.env.REF}: only REF=loader is known`);
+const shape: H2Shape | undefined = process.env.SHAPE
+  ? H2_SHAPES.find((s) => `${s.clients}x${s.streams}` === process.env.SHAPE)
+  : H2_SHAPES[0];
+if (!shape) throw new Error(`SHAPE=${process.env.SHAPE}: one of ${H2_SHAPES.map((s) => `${s.clients}x${s.streams}`).join(", ")}`);
 
 /** One start of a build: wall ms to ready, CPU ms used by then, RSS in MB 2 s later. */
 async function startOnce(dist: string): Promise<[number, number, number]> {
@@ -95,13 +106,17 @@ try {
   const stream = streams.includes(target) ? streamLoad(target as StreamKind) : undefined;
   const grpc = target === "grpc" || stream !== undefined;
   const extra = grpc ? env : { GATEWAY_MODE: "in-process", ...env };
-  const ref = await startBench(grpc ? "bare grpc-js" : "bare fastify", grpc ? "grpc-js.ts" : "fastify.ts");
+  const ref = !grpc
+    ? await startBench("bare fastify", "fastify.ts")
+    : loaderRef
+      ? await startBench("proto-loader", "grpc-js-proto-loader.ts")
+      : await startBench("bare grpc-js", "grpc-js.ts");
   const start = async (dist: string) => {
     const s = await startService(dist, extra, path.join(dist, "main.js"));
     return grpc ? s : { ...s, port: s.httpPort };
   };
   const servers: Server[] = [ref, await start(distA), await start(distB)];
-  const load = (s: Server, t: number): Promise<Run> => (stream ? stream(s, t) : grpc ? h2load(s, t) : wrk(s, "/api/v1/echo", t));
+  const load = (s: Server, t: number): Promise<Run> => (stream ? stream(s, t) : grpc ? h2load(s, t, shape) : wrk(s, "/api/v1/echo", t));
   for (const s of servers) await (grpc ? checkGrpc(s) : checkHttp(s, "/api/v1/echo"));
   for (const s of servers) await load(s, WARMUP);
   const runs = new Map<Server, Run[]>(servers.map((s) => [s, []]));
@@ -116,7 +131,8 @@ try {
   }
   const refRps = median(runs.get(ref)!.map((r) => r.rps));
   const refCpu = median(runs.get(ref)!.map((r) => r.cpuUs));
-  process.stdout.write(`\n${target}, median of ${rounds} interleaved rounds of ${seconds} s; ${loadavg()} at the end\n`);
+  const shapeNote = target === "grpc" ? ` (h2load -c${shape.clients} -m${shape.streams})` : "";
+  process.stdout.write(`\n${target}${shapeNote}, median of ${rounds} interleaved rounds of ${seconds} s; ${loadavg()} at the end\n`);
   for (const s of servers) {
     const rs = runs.get(s)!;
     const rps = median(rs.map((r) => r.rps));

@@ -3,12 +3,13 @@
 // busy one. The service runs under callgrind (30-100× slower), gets a warm-up, then its counters are
 // zeroed, N requests are sent, and the count is dumped and divided by N.
 //
-//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js|grpc-js-proto-loader [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
 //
 // http: POST /api/v1/echo to the service (GATEWAY_MODE=in-process unless given); fastify: the same to
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
-// (bench/servers/grpc-js.ts). Sent by h2load as in `make bench` (16 connections × 8 streams).
+// (bench/servers/grpc-js.ts); grpc-js-proto-loader: the grpc-js + proto-loader reference
+// (bench/servers/grpc-js-proto-loader.ts). Sent by h2load as in `make bench` (16 connections × 8 streams).
 // CALLGRIND_KEEP=<file> keeps the dump of the measured requests there, for `callgrind_annotate <file>`:
 // V8's builtins (Builtins_*), the garbage collector and Node's C++ are named in it (JIT-compiled
 // JavaScript is not), which shows where two builds' counts differ.
@@ -27,14 +28,14 @@ import { BENCH_DIST, baseEnv, checkGrpc, freePort, HTTP_BODY, h2loadArgs, probe,
 
 const [target = "", dist = BENCH_DIST, nArg, warmArg, ...pairs] = process.argv.slice(2);
 if (target === "startup") await startup();
-const targets = ["http", "fastify", "grpc", "grpc-js"];
+const targets = ["http", "fastify", "grpc", "grpc-js", "grpc-js-proto-loader"];
 if (!targets.includes(target))
   throw new Error(
-    "usage: instructions.ts http|fastify|grpc|grpc-js [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]",
+    "usage: instructions.ts http|fastify|grpc|grpc-js|grpc-js-proto-loader [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]",
   );
-const grpc = target === "grpc" || target === "grpc-js";
+const grpc = target === "grpc" || target.startsWith("grpc-js");
 /** The bare references run from source and report over IPC. */
-const reference = target === "fastify" || target === "grpc-js";
+const reference = target === "fastify" || target.startsWith("grpc-js");
 const N = Number(nArg ?? 2000);
 const WARM = Number(warmArg ?? 3000);
 const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));

@@ -4,8 +4,9 @@
 //
 //   node --import tsx bench/pprof-top.ts cpu.pb.gz [top=25]
 //
-// Frames of the esbuild bundle (dist/*.js) are resolved through its source map to the file they came from
-// (a package, or src/…), so the bundle's frames group like the unbundled service's.
+// Frames of an esbuild bundle (dist/*.js, or another build folder such as dist-bench/ or dist-a/) are resolved
+// through its source map to the file they came from (a package, or src/…), so the bundle's frames group like the
+// unbundled service's.
 import { existsSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -23,7 +24,7 @@ export interface Summary {
 
 /** "fn file:line" with node_modules/ and the project's path cut off. */
 function label(name: string, file: string, line: number): string {
-  const short = file.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(src|dist|bench)\//, "$1/");
+  const short = file.replace(/^.*node_modules\//, "").replace(/^file:\/\/.*?\/(src|dist[\w-]*|bench)\//, "$1/");
   return short ? `${name} ${short}:${line}` : name;
 }
 
@@ -33,21 +34,21 @@ function group(name: string, file: string): string {
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file);
   if (pkg) return pkg[1]!;
   if (file.startsWith("node:")) return file;
-  const own = /\/((?:src|dist|bench)\/.*)\/[^/]+$/.exec(file);
+  const own = /\/((?:src|dist[\w-]*|bench)\/.*)\/[^/]+$/.exec(file);
   return own ? `${own[1]}/` : file;
 }
 
 /** Like group, but a project frame names its file. */
 function fileGroup(name: string, file: string): string {
-  const own = /\/((?:src|dist|bench)\/.*)$/.exec(file);
+  const own = /\/((?:src|dist[\w-]*|bench)\/.*)$/.exec(file);
   return own && !file.includes("node_modules/") ? own[1]! : group(name, file);
 }
 
 const sourceMaps = new Map<string, SourceMap | undefined>();
 
-/** A bundle frame's original file and line (the map's sources are relative to dist/), else the frame as it is. */
+/** A bundle frame's original file and line (the map's sources are relative to its build folder), else the frame as it is. */
 function original(file: string, line: number): [file: string, line: number] {
-  if (!/\/dist\/[^/]+\.js$/.test(file)) return [file, line];
+  if (!/\/dist[\w-]*\/[^/]+\.js$/.test(file)) return [file, line];
   if (!sourceMaps.has(file)) {
     const map = `${file.startsWith("file:") ? fileURLToPath(file) : file}.map`;
     sourceMaps.set(file, existsSync(map) ? new SourceMap(JSON.parse(readFileSync(map, "utf8"))) : undefined);
