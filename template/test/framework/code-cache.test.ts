@@ -4,7 +4,7 @@
 // scripts/build.ts wraps the service, stands in for the service.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -44,7 +44,8 @@ before(async () => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const run = (): unknown => JSON.parse(execFileSync(process.execPath, ["main.js"], { cwd: dir, encoding: "utf8" }));
+const run = (): unknown =>
+  JSON.parse(execFileSync(process.execPath, ["main.js"], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }));
 const leftovers = () => readdirSync(dir).filter((f) => f.endsWith(".tmp"));
 
 test("the first start writes the cache, tagged with the bundle's CRC-32; later starts read it and leave it as it is", () => {
@@ -84,6 +85,18 @@ test("a damaged cache is rejected by V8: the bundle runs from source and the cac
   assert.notDeepEqual(rewritten.subarray(4, 4100), Buffer.alloc(4096, 7));
   assert.deepEqual(run(), { answer: 42, label: "AAAA", url: true });
   assert.deepEqual(readFileSync(cache), rewritten);
+});
+
+test("a start that fails before it is ready writes no cache", () => {
+  rmSync(cache, { force: true });
+  const source = readFileSync(bundle, "utf8");
+  writeFileSync(bundle, source.replace("await null;", 'await null; throw new Error("no start");'));
+  try {
+    assert.throws(() => run(), /no start/);
+    assert.ok(!existsSync(cache));
+  } finally {
+    writeFileSync(bundle, source);
+  }
 });
 
 test("a cache that cannot be read or written (here a directory in its place) costs only the speed", () => {
