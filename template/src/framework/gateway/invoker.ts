@@ -153,7 +153,7 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
           return Promise.resolve({ header, trailer, result: { error } });
         }
       }
-      metadata.set(GATEWAY_PATH_KEY, gatewayPathValue(httpPath));
+      metadata.set(GATEWAY_PATH_KEY, gatewayPathValue(httpPath, deadline));
       const call = { path: method.info.path, metadata, message, messages, deadline, signal: controller.signal, header, trailer, onHeader };
       const decode = decoderOf(method);
       if (!streamsResponses(method.info.kind)) {

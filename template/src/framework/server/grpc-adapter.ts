@@ -29,9 +29,15 @@ export const GATEWAY_PATH_KEY = "x-gateway-http-path";
 // the gateway, in the same process, knows) is taken as the HTTP path; anything else is not logged as one.
 const GATEWAY_PATH_TOKEN = `${randomBytes(16).toString("base64url")}:`;
 
-/** The value the gateway sends in GATEWAY_PATH_KEY for an HTTP path. */
-export function gatewayPathValue(httpPath: string): string {
-  return GATEWAY_PATH_TOKEN + httpPath;
+/**
+ * The value the gateway sends in GATEWAY_PATH_KEY: the HTTP path, and the call's deadline as the gateway
+ * holds it (epoch ms). The server takes that deadline rather than the one it derives from `grpc-timeout`,
+ * which lands later by the time the request took to arrive: the gateway's client cancels at its own
+ * deadline, and a cancel the server saw before its later deadline would be logged and counted as
+ * CANCELLED instead of DEADLINE_EXCEEDED. Same process, same clock.
+ */
+export function gatewayPathValue(httpPath: string, deadline: number): string {
+  return `${GATEWAY_PATH_TOKEN}${deadline}:${httpPath}`;
 }
 
 type GrpcCall =
@@ -78,25 +84,34 @@ function sendHeaderOf(call: GrpcCall): (header: Metadata) => void {
 }
 
 function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation): CallContext {
-  const deadline = call.getDeadline();
-  const httpPath = gatewayPathOf(call.metadata);
+  const given = call.getDeadline();
+  let deadline = given instanceof Date ? given.getTime() : given;
+  const gateway = gatewayCallOf(call.metadata);
+  if (gateway !== undefined) deadline = Math.min(deadline, gateway.deadline);
   return new CallContext({
     method: info,
     transport: "grpc",
     metadata: call.metadata,
     controller: new LazyAbortController(cancellation),
-    deadline: deadline instanceof Date ? deadline.getTime() : deadline,
-    httpPath,
+    deadline,
+    httpPath: gateway?.httpPath,
     sendHeader: sendHeaderOf(call),
   });
 }
 
-/** The HTTP path the gateway sent, if it did; the header is removed either way, so handlers never see it. */
-function gatewayPathOf(metadata: Metadata): string | undefined {
+/**
+ * The HTTP path and deadline the gateway sent, if it did (gatewayPathValue); the header is removed either
+ * way, so handlers never see it.
+ */
+function gatewayCallOf(metadata: Metadata): { httpPath: string; deadline: number } | undefined {
   const value = firstValue(metadata, GATEWAY_PATH_KEY);
   if (value === undefined) return undefined;
   metadata.remove(GATEWAY_PATH_KEY);
-  return typeof value === "string" && value.startsWith(GATEWAY_PATH_TOKEN) ? value.slice(GATEWAY_PATH_TOKEN.length) : undefined;
+  if (typeof value !== "string" || !value.startsWith(GATEWAY_PATH_TOKEN)) return undefined;
+  const colon = value.indexOf(":", GATEWAY_PATH_TOKEN.length);
+  const deadline = Number(value.slice(GATEWAY_PATH_TOKEN.length, colon));
+  if (colon === -1 || Number.isNaN(deadline)) return undefined;
+  return { httpPath: value.slice(colon + 1), deadline };
 }
 
 /**
