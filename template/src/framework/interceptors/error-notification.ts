@@ -1,4 +1,4 @@
-import { callNext } from "../call/chain.js";
+import { type Stage, staged } from "../call/chain.js";
 import { Code, SHUTTING_DOWN, statusCode } from "../call/status.js";
 import { type Call, type Interceptor, streamsResponses } from "../call/types.js";
 import type { ErrorReporter } from "../errors/reporter.js";
@@ -13,34 +13,32 @@ const REPORTED = new Set<Code>([Code.UNKNOWN, Code.INTERNAL, Code.DATA_LOSS, Cod
  * already turned panics into INTERNAL; the original error travels as the status's cause.
  */
 export function errorNotification(reporter: ErrorReporter): Interceptor {
-  return (next, method) => {
-    const notify = (call: Call, error: unknown) => {
-      if (error === undefined || error === SHUTTING_DOWN) return; // a shutdown is no outage
-      const code = statusCode(error);
-      if (!REPORTED.has(code)) return;
-      const { ctx } = call;
-      const cause = (error as { cause?: unknown }).cause ?? error;
-      setImmediate(() => {
-        try {
-          Promise.resolve(reporter.report({ error: cause, code, method: method.path, traceId: ctx.traceId, fields: ctx.fields })).catch(
-            () => {},
-          );
-        } catch {
-          // A broken reporter must not take the process with it.
-        }
-      });
-    };
-    if (!streamsResponses(method.kind)) {
-      return (call) =>
-        callNext(next, call).then(
-          (result) => ("message" in result ? result : observe(result, (error) => notify(call, error))),
-          (err: unknown) => {
-            notify(call, err);
-            throw err;
-          },
+  const notify = (call: Call, error: unknown) => {
+    if (error === undefined || error === SHUTTING_DOWN) return; // a shutdown is no outage
+    const code = statusCode(error);
+    if (!REPORTED.has(code)) return;
+    const { ctx, method } = call;
+    const cause = (error as { cause?: unknown }).cause ?? error;
+    setImmediate(() => {
+      try {
+        Promise.resolve(reporter.report({ error: cause, code, method: method.path, traceId: ctx.traceId, fields: ctx.fields })).catch(
+          () => {},
         );
-    }
-    return async (call) => {
+      } catch {
+        // A broken reporter must not take the process with it.
+      }
+    });
+  };
+  // A single response: the failure is seen as the stage's exit.
+  const single: Stage = {
+    failed: (call, err) => {
+      notify(call, err);
+      return err;
+    },
+  };
+  return staged(
+    (method) => (streamsResponses(method.kind) ? undefined : single),
+    (next) => async (call) => {
       let result: Awaited<ReturnType<typeof next>>;
       try {
         result = await next(call);
@@ -49,6 +47,6 @@ export function errorNotification(reporter: ErrorReporter): Interceptor {
         throw err;
       }
       return "message" in result ? result : observe(result, (error) => notify(call, error));
-    };
-  };
+    },
+  );
 }

@@ -1,6 +1,7 @@
 import { Metadata } from "@grpc/grpc-js";
+import { SKIP, type Stage, staged } from "../call/chain.js";
 import { Code, GrpcError } from "../call/status.js";
-import type { Interceptor } from "../call/types.js";
+import type { Call, Interceptor } from "../call/types.js";
 
 /** A token bucket refilled continuously at `rate` tokens/s up to `burst`. */
 export class TokenBucket {
@@ -33,14 +34,27 @@ export class TokenBucket {
  * with a `retry-after` (seconds) trailer, which the gateway turns into HTTP 429 + Retry-After.
  */
 export function rateLimit(rate: number, burst: number | undefined, onReject: (method: string) => void = () => {}): Interceptor {
-  if (rate <= 0) return (next) => next;
+  if (rate <= 0)
+    return staged(
+      () => SKIP,
+      (next) => next,
+    );
   const bucket = new TokenBucket(rate, burst ?? Math.max(1, Math.floor(rate)));
-  return (next, method) => (call) => {
+  const take = (call: Call): void => {
     const wait = bucket.take();
-    if (wait === 0) return next(call);
-    onReject(method.path);
+    if (wait === 0) return;
+    onReject(call.method.path);
     const metadata = new Metadata();
     metadata.set("retry-after", String(Math.max(1, Math.ceil(wait))));
     throw new GrpcError(Code.RESOURCE_EXHAUSTED, "rate limit exceeded", { metadata });
   };
+  // The same check for every kind of call, before the rest of the chain.
+  const stage: Stage = { enter: take };
+  return staged(
+    () => stage,
+    (next) => (call) => {
+      take(call);
+      return next(call);
+    },
+  );
 }

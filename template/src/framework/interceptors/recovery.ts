@@ -1,4 +1,4 @@
-import { callNext } from "../call/chain.js";
+import { staged } from "../call/chain.js";
 import type { CallContext } from "../call/context.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { type Interceptor, streamsResponses } from "../call/types.js";
@@ -9,25 +9,17 @@ import { mapStreamErrors } from "./observe.js";
  * "internal error". The real message and stack go to the log, never to the client,
  * and the process keeps serving.
  */
-export const recovery: Interceptor = (next, method) => {
-  // A single response: no stream to map, and a promise reaction instead of an async function's frame.
-  if (!streamsResponses(method.kind)) {
-    return (call) =>
-      callNext(next, call).then(
-        (result) => ("message" in result ? result : mapStreamErrors(result, (err) => recover(err, call.ctx))),
-        (err: unknown) => {
-          throw recover(err, call.ctx);
-        },
-      );
-  }
-  return async (call) => {
+export const recovery: Interceptor = staged(
+  // A single response: no stream to map; the error is mapped as the stage's exit.
+  (method) => (streamsResponses(method.kind) ? undefined : { failed: (call, err) => recover(err, call.ctx) }),
+  (next) => async (call) => {
     try {
       return mapStreamErrors(await next(call), (err) => recover(err, call.ctx));
     } catch (err) {
       throw recover(err, call.ctx);
     }
-  };
-};
+  },
+);
 
 function recover(err: unknown, ctx: CallContext): GrpcError {
   const status = asGrpcError(err);

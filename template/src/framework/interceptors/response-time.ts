@@ -1,4 +1,4 @@
-import { callNext } from "../call/chain.js";
+import { type Stage, staged } from "../call/chain.js";
 import { Code, codeName, statusCode } from "../call/status.js";
 import type { Call, Interceptor } from "../call/types.js";
 import { writeCallLine } from "../logging/call-line.js";
@@ -20,24 +20,18 @@ export function responseTimeLog(errorsOnly: boolean): Interceptor {
     const msgs_received = call.requests ? call.requests.received : 1;
     writeCallLine(call.ctx, { grpcCode: codeName(code), took_ms, msgs_received, msgs_sent: sent }, "response time");
   };
-  return (next, method) => {
-    if (method.kind === "unary") {
-      // A promise reaction rather than an async function: one frame and one await fewer per call.
-      return (call) => {
-        const start = performance.now();
-        return callNext(next, call).then(
-          (result) => {
-            log(call, start, undefined);
-            return result;
-          },
-          (err: unknown) => {
-            log(call, start, err);
-            throw err;
-          },
-        );
-      };
-    }
-    return async (call) => {
+  // A unary call is a stage: its start taken on entry, its line written from the exits.
+  const unary: Stage = {
+    timed: true,
+    answered: (call, _result, start) => log(call, start, undefined),
+    failed: (call, err, start) => {
+      log(call, start, err);
+      return err;
+    },
+  };
+  return staged(
+    (method) => (method.kind === "unary" ? unary : undefined),
+    (next) => async (call) => {
       const start = performance.now();
       let result: Awaited<ReturnType<typeof next>>;
       try {
@@ -47,6 +41,6 @@ export function responseTimeLog(errorsOnly: boolean): Interceptor {
         throw err;
       }
       return observe(result, (error, sent) => log(call, start, error, sent));
-    };
-  };
+    },
+  );
 }

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
+import { staged } from "../call/chain.js";
+import type { CallContext } from "../call/context.js";
 import { firstValue } from "../call/metadata-values.js";
-import type { Interceptor } from "../call/types.js";
+import { type Interceptor, type MethodInfo, streamsRequests } from "../call/types.js";
 
 const MAX_TRACE_ID_LENGTH = 128;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
@@ -25,32 +27,58 @@ export function traceId(headerName: string): Interceptor {
   // A key grpc-js refuses for a text value (HTTP allows more characters; `-bin` wants bytes) keeps the
   // metadata path, which throws on it as before.
   const lazy = LEGAL_KEY.test(header) && !header.endsWith("-bin");
-  return (next, method) => {
+  const fromRequestOf = (method: MethodInfo): ((m: Message) => string | undefined) | undefined => {
     // Whether the request type has a trace_id field is known once, at start-up.
     const field = method.desc.input.fields.find((f) => f.name === "trace_id" && f.fieldKind === "scalar");
-    const fromRequest = field ? (m: Message) => (m as unknown as Record<string, unknown>)[field.localName] as string : () => undefined;
-    return (call) => {
-      const { ctx, requests } = call;
-      const id =
-        (requests ? undefined : sanitizeTraceId(fromRequest(call.request))) ??
-        sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ??
-        randomUUID();
-      ctx.setTraceId(id);
-      // The value is a UUID or sanitized (printable ASCII): valid metadata.
-      if (lazy) ctx.setResponseTraceHeader(header, id);
-      else ctx.responseHeader.set(header, id);
-      if (requests && field) {
-        requests.inspect((message, index) => {
-          if (index !== 0) return;
-          const own = sanitizeTraceId(fromRequest(message));
-          if (own === undefined) return;
-          ctx.setTraceId(own);
-          if (ctx.headerSent) return;
-          if (lazy) ctx.setResponseTraceHeader(header, own);
-          else ctx.responseHeader.set(header, own);
-        });
-      }
-      return next(call);
-    };
+    return field ? (m: Message) => (m as unknown as Record<string, unknown>)[field.localName] as string : undefined;
   };
+  const set = (ctx: CallContext, id: string) => {
+    ctx.setTraceId(id);
+    // The value is a UUID or sanitized (printable ASCII): valid metadata.
+    if (lazy) ctx.setResponseTraceHeader(header, id);
+    else ctx.responseHeader.set(header, id);
+  };
+  return staged(
+    // One request message: its trace_id is there before the rest of the chain runs.
+    (method) => {
+      if (streamsRequests(method.kind)) return undefined;
+      const fromRequest = fromRequestOf(method);
+      return {
+        enter: (call) => {
+          const { ctx } = call;
+          set(
+            ctx,
+            (fromRequest && sanitizeTraceId(fromRequest(call.request))) ??
+              sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ??
+              randomUUID(),
+          );
+        },
+      };
+    },
+    // A stream of requests: the header's (or a new) ID at once, the first message's own one when it comes.
+    (next, method) => {
+      const fromRequest = fromRequestOf(method);
+      return (call) => {
+        const { ctx, requests } = call;
+        set(
+          ctx,
+          (requests || !fromRequest ? undefined : sanitizeTraceId(fromRequest(call.request))) ??
+            sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ??
+            randomUUID(),
+        );
+        if (requests && fromRequest) {
+          requests.inspect((message, index) => {
+            if (index !== 0) return;
+            const own = sanitizeTraceId(fromRequest(message));
+            if (own === undefined) return;
+            ctx.setTraceId(own);
+            if (ctx.headerSent) return;
+            if (lazy) ctx.setResponseTraceHeader(header, own);
+            else ctx.responseHeader.set(header, own);
+          });
+        }
+        return next(call);
+      };
+    },
+  );
 }

@@ -2,8 +2,9 @@ import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { pathToString } from "@bufbuild/protobuf/reflect";
 import { createValidator } from "@bufbuild/protovalidate";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { SKIP, staged } from "../call/chain.js";
 import { Code, GrpcError } from "../call/status.js";
-import type { Interceptor } from "../call/types.js";
+import { type Interceptor, type MethodInfo, streamsRequests } from "../call/types.js";
 import { compileFastAccept, hasValidationRules } from "./validate-accept.js";
 
 export { hasValidationRules };
@@ -23,31 +24,39 @@ export { hasValidationRules };
 export function validate(options: { warmUp?: (task: () => void) => void } = {}): Interceptor {
   const validator = createValidator();
   const warmUp = options.warmUp ?? ((task) => task());
-  return (next, method) => {
+  /** The check of one request type, or undefined when it has no rules anywhere in it (then nothing is checked). */
+  const checkOf = (method: MethodInfo): ((message: Message) => void) | undefined => {
     const input = method.desc.input;
-    // protovalidate would find nothing to check on every message of this type: skip the interceptor.
-    if (!hasValidationRules(input)) return next;
+    if (!hasValidationRules(input)) return undefined;
     let accepts: ((message: Message) => boolean) | undefined;
     warmUp(() => {
       // A type whose rules protovalidate cannot compile answers every call with its error: no shortcut for it.
       if (validator.validate(input, create(input)).kind !== "error") accepts = compileFastAccept(input);
     });
-    const check = (message: Message) => {
+    return (message) => {
       if (accepts?.(message)) return;
       const error = violation(validator, input, message);
       if (error) throw error;
     };
-    return (call) => {
-      if (call.requests) {
-        call.requests.inspect(check);
-        return next(call);
-      }
-      if (accepts?.(call.request)) return next(call);
-      const error = violation(validator, input, call.request);
-      if (error) throw error;
-      return next(call);
-    };
   };
+  return staged(
+    // One request message, checked before the rest of the chain runs.
+    (method) => {
+      if (streamsRequests(method.kind)) return undefined;
+      const check = checkOf(method);
+      return check ? { enter: (call) => check(call.request) } : SKIP;
+    },
+    // A stream of requests: each message as it arrives.
+    (next, method) => {
+      const check = checkOf(method);
+      if (!check) return next;
+      return (call) => {
+        if (call.requests) call.requests.inspect(check);
+        else check(call.request);
+        return next(call);
+      };
+    },
+  );
 }
 
 function violation(validator: ReturnType<typeof createValidator>, input: DescMessage, message: Message): GrpcError | undefined {
