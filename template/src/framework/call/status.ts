@@ -1,5 +1,9 @@
 import type { Message } from "@bufbuild/protobuf";
-import { status as Code, Metadata } from "@grpc/grpc-js";
+import { Metadata, status } from "@grpc/grpc-js";
+
+// An alias bound once: the bundle (esbuild) reads a binding imported from a CommonJS package through a getter
+// on every use, and the codes are read on every call.
+import Code = status;
 
 export { Code };
 

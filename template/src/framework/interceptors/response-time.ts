@@ -1,7 +1,7 @@
 import { type Stage, staged } from "../call/chain.js";
 import { Code, codeName, statusCode } from "../call/status.js";
 import type { Call, Interceptor } from "../call/types.js";
-import { writeCallLine } from "../logging/call-line.js";
+import { writeCallLine, writeResponseTimeLine } from "../logging/call-line.js";
 import { observe } from "./observe.js";
 
 /**
@@ -14,7 +14,7 @@ export function responseTimeLog(errorsOnly: boolean): Interceptor {
     if (errorsOnly && code === Code.OK) return;
     const took_ms = Math.round((performance.now() - start) * 1000) / 1000;
     if (sent === undefined) {
-      writeCallLine(call.ctx, { grpcCode: codeName(code), took_ms }, "response time");
+      writeResponseTimeLine(call.ctx, codeName(code), took_ms);
       return;
     }
     const msgs_received = call.requests ? call.requests.received : 1;

@@ -1,9 +1,12 @@
-import { randomUUID } from "node:crypto";
+import { randomUUID as nodeRandomUUID } from "node:crypto";
 import type { Message } from "@bufbuild/protobuf";
 import { staged } from "../call/chain.js";
 import type { CallContext } from "../call/context.js";
 import { firstValue } from "../call/metadata-values.js";
 import { type Interceptor, type MethodInfo, streamsRequests } from "../call/types.js";
+
+// Bound once: the bundle reads a function imported from a CommonJS module through a getter on every use.
+const randomUUID = nodeRandomUUID;
 
 const MAX_TRACE_ID_LENGTH = 128;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;

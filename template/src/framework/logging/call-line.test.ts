@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Logger } from "pino";
-import { jsonString, writeCallLine } from "./call-line.js";
+import { jsonString, writeCallLine, writeResponseTimeLine } from "./call-line.js";
 import { configureLogging, requestLogger, rootLogger } from "./logger.js";
 
 const lines: string[] = [];
@@ -108,5 +108,41 @@ describe("the call line", () => {
     writeCallLine(callLog({ grpcMethod: "/pkg.v1.Svc/Echo" }, true), { grpcCode: "OK", took_ms: 1 }, "response time");
     assert.equal(lines.length, 1);
     assert.equal(JSON.parse(lines[0] as string).msg, "response time");
+  });
+
+  test("the unary response-time line is writeCallLine's line for the same call, byte for byte, however its bag changes", () => {
+    capture("info");
+    const bags: Record<string, unknown>[] = [
+      { grpcMethod: "/pkg.v1.Svc/Echo", trace: "0b1c2d3e-aaaa-4bbb-8ccc-0123456789ab" },
+      { grpcMethod: "/pkg.v1.Svc/Echo", trace: "1b1c2d3e-aaaa-4bbb-8ccc-0123456789ab" },
+      { grpcMethod: "/pkg.v1.Svc/Other", trace: 'quote " and \\ and é' },
+      { grpcMethod: "/pkg.v1.Svc/Echo", httpPath: "/api/\ud83d/x", trace: "a\u0001b\u2028c", sub: "user-1", n: 3, inf: 1 / 0, ok: false },
+      { grpcMethod: "/pkg.v1.Svc/Echo", gone: undefined, toString: "a field named like an Object method" },
+      { grpcMethod: "/pkg.v1.Svc/Echo", trace: "0b1c2d3e-aaaa-4bbb-8ccc-0123456789ab" },
+      { grpcMethod: "/pkg.v1.Svc/Echo", user: { id: 7n } },
+      { grpcMethod: "/pkg.v1.Svc/Echo", took_ms: "set by the handler" },
+      { msg: "a bag that sets the record's own key" },
+    ];
+    const codes: [string, number][] = [
+      ["OK", 0.125],
+      ["OK", 12],
+      ["Internal", 1234.5],
+      ["DeadlineExceeded", 0],
+      ["Unknown", Number.NaN],
+    ];
+    for (const bag of bags) {
+      for (const [code, took] of codes) {
+        writeCallLine(callLog(bag), { grpcCode: code, took_ms: took }, "response time");
+        const expected = lines.pop() as string;
+        writeResponseTimeLine(callLog(bag), code, took);
+        assert.equal(lines.length, 1, "one line each");
+        assert.equal(stamp(lines.pop() as string), stamp(expected), JSON.stringify({ bag: Object.keys(bag), code, took }));
+      }
+    }
+    capture("warn");
+    writeResponseTimeLine(callLog({ grpcMethod: "/pkg.v1.Svc/Echo" }), "OK", 1);
+    assert.equal(lines.length, 0, "nothing below LOG_LEVEL");
+    writeResponseTimeLine(callLog({ grpcMethod: "/pkg.v1.Svc/Echo" }, true), "OK", 1);
+    assert.equal(JSON.parse(lines.pop() as string).msg, "response time", "unless the call logs at debug");
   });
 });

@@ -1,6 +1,9 @@
 import pino, { type DestinationStream, type Logger } from "pino";
 import { rootLogger, timestamp } from "./logger.js";
 
+/** Where pino keeps a logger's destination; read once (the bundle reads pino's exports through a getter on every use). */
+const STREAM = pino.symbols.streamSym;
+
 /** Keys the record itself owns: a bag that sets one of them goes through pino, which settles the clash. */
 const RESERVED = new Set(["level", "@timestamp", "msg"]);
 
@@ -37,6 +40,58 @@ function tailOf(msg: string): string {
     if (tails.size < 100) tails.set(msg, tail);
   }
   return tail;
+}
+
+/**
+ * A bag key's JSON (`,"key":`), and the member it last made from a string value: most calls of a service log
+ * the same method path, which is then quoted once, not on every line.
+ */
+class BagKey {
+  readonly prefix: string;
+  last: string | undefined;
+  member = "";
+  constructor(key: string) {
+    this.prefix = `,${JSON.stringify(key)}:`;
+  }
+
+  string(value: string): string {
+    if (value !== this.last) {
+      this.last = value;
+      this.member = this.prefix + jsonString(value);
+    }
+    return this.member;
+  }
+}
+
+/** The keys of bags seen so far; a service uses a handful. */
+const bagKeys = new Map<string, BagKey>();
+function bagKey(key: string): BagKey {
+  let k = bagKeys.get(key);
+  if (k === undefined) {
+    k = new BagKey(key);
+    if (bagKeys.size < 1000) bagKeys.set(key, k);
+  }
+  return k;
+}
+
+/**
+ * The members of the bag `fields` as JSON text (`,"k":v…`), or undefined when a value is not a plain string,
+ * number or boolean, or a key is one of `taken` (the line's own keys): those lines need pino's general path.
+ */
+function bagMembers(fields: Record<string, unknown>, taken: ReadonlySet<string>): string | undefined {
+  let out = "";
+  const keys = Object.keys(fields);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    const value = fields[key];
+    if (value === undefined) continue; // as pino: an undefined field is left out
+    if (taken.has(key)) return undefined;
+    if (typeof value === "string") out += bagKey(key).string(value);
+    else if (typeof value === "number") out += `${bagKey(key).prefix}${Number.isFinite(value) ? value : "null"}`;
+    else if (typeof value === "boolean") out += `${bagKey(key).prefix}${value}`;
+    else return undefined;
+  }
+  return out;
 }
 
 /**
@@ -86,6 +141,33 @@ export function writeCallLine(call: CallLog, extra: Record<string, string | numb
     call.logger.info(extra, msg);
     return;
   }
-  const stream = (root as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym] as DestinationStream;
+  const stream = (root as unknown as Record<symbol, DestinationStream>)[STREAM] as DestinationStream;
   stream.write(`{"level":"info"${timestamp()}${body}${tailOf(msg)}`);
+}
+
+/** The keys of a response-time line's own record. */
+const RESPONSE_TIME_KEYS = new Set([...RESERVED, "grpcCode", "took_ms"]);
+const RESPONSE_TIME_TAIL = tailOf("response time");
+/** `,"grpcCode":"<code>","took_ms":` by code name (a fixed set of names). */
+const codeMembers = new Map<string, string>();
+
+/**
+ * The unary response-time line, `writeCallLine(call, { grpcCode, took_ms }, "response time")` byte for byte, the
+ * line every call writes: the code's members are made once per code, and the bag's method path once per method.
+ */
+export function writeResponseTimeLine(call: CallLog, grpcCode: string, took_ms: number): void {
+  const root = rootLogger();
+  if (!call.debug && !root.isLevelEnabled("info")) return;
+  const body = bagMembers(call.fields, RESPONSE_TIME_KEYS);
+  if (body === undefined) {
+    call.logger.info({ grpcCode, took_ms }, "response time");
+    return;
+  }
+  let code = codeMembers.get(grpcCode);
+  if (code === undefined) {
+    code = `,"grpcCode":${jsonString(grpcCode)},"took_ms":`;
+    if (codeMembers.size < 100) codeMembers.set(grpcCode, code);
+  }
+  const stream = (root as unknown as Record<symbol, DestinationStream>)[STREAM] as DestinationStream;
+  stream.write(`{"level":"info"${timestamp()}${body}${code}${Number.isFinite(took_ms) ? took_ms : "null"}${RESPONSE_TIME_TAIL}`);
 }

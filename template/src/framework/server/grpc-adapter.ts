@@ -54,23 +54,23 @@ const CANCELLED = new Error("call cancelled");
  * grpc-js also reports every normal end of the stream as "cancelled"; once the answer is out, nothing is.
  * `cancelled` is what "nobody is left to answer" means: the client went away, or grpc-js ended the call
  * itself. A call that was merely aborted (by its handler or an interceptor: `ctx.abort()`) is not that,
- * and still gets its status.
+ * and still gets its status. One per call, so no #private field (see CallContext).
  */
 class GrpcCancellation implements CancelSource {
   readonly reason = CANCELLED;
   answered = false;
-  readonly #call: GrpcCall;
+  private readonly _call: GrpcCall;
 
   constructor(call: GrpcCall) {
-    this.#call = call;
+    this._call = call;
   }
 
   get cancelled(): boolean {
-    return !this.answered && this.#call.cancelled;
+    return !this.answered && this._call.cancelled;
   }
 
   onCancel(listener: () => void): void {
-    (this.#call as ServerUnaryCall<Message, Message>).on("cancelled", () => {
+    (this._call as ServerUnaryCall<Message, Message>).on("cancelled", () => {
       if (!this.answered) listener();
     });
   }

@@ -39,42 +39,43 @@ interface WithStream {
 /**
  * One unary or server-streaming call, passed through unchanged. It tells handler-bound calls (one
  * message, then the half-close: grpc-js runs the handler there) from calls ended before that.
+ * One per call, so no #private field or method (see CallContext).
  */
 class WatchedCall implements ServerInterceptingCallInterface, InterceptingServerListener {
-  readonly #path: string;
-  readonly #next: ServerInterceptingCallInterface;
-  readonly #onRejected: OnRejectedBeforeHandler;
-  #listener: InterceptingServerListener | undefined;
-  #messages = 0;
+  private readonly _path: string;
+  private readonly _next: ServerInterceptingCallInterface;
+  private readonly _onRejected: OnRejectedBeforeHandler;
+  private _listener: InterceptingServerListener | undefined;
+  private _messages = 0;
   /** The handler ran (the chain counts the call), or the call was already reported. */
-  #settled = false;
+  private _settled = false;
 
   constructor(path: string, next: ServerInterceptingCallInterface, onRejected: OnRejectedBeforeHandler) {
-    this.#path = path;
-    this.#next = next;
-    this.#onRejected = onRejected;
+    this._path = path;
+    this._next = next;
+    this._onRejected = onRejected;
   }
 
-  #reject(code: number): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    this.#onRejected(this.#path, code);
+  private _reject(code: number): void {
+    if (this._settled) return;
+    this._settled = true;
+    this._onRejected(this._path, code);
   }
 
   // Inbound events, from grpc-js to the handler.
   onReceiveMetadata(metadata: Metadata): void {
-    this.#listener!.onReceiveMetadata(metadata);
+    this._listener!.onReceiveMetadata(metadata);
   }
 
   onReceiveMessage(message: unknown): void {
-    this.#messages++;
-    this.#listener!.onReceiveMessage(message);
+    this._messages++;
+    this._listener!.onReceiveMessage(message);
   }
 
   onReceiveHalfClose(): void {
     // Exactly one message: grpc-js now runs the handler, inside the chain. (It answers anything else itself.)
-    if (this.#messages === 1) this.#settled = true;
-    this.#listener!.onReceiveHalfClose();
+    if (this._messages === 1) this._settled = true;
+    this._listener!.onReceiveHalfClose();
   }
 
   /**
@@ -83,56 +84,56 @@ class WatchedCall implements ServerInterceptingCallInterface, InterceptingServer
    * with none, when the client cancelled or went away.
    */
   onCancel(): void {
-    if (!this.#settled) this.#reject(sentStatus(this.#next)?.code ?? Code.CANCELLED);
-    this.#listener!.onCancel();
+    if (!this._settled) this._reject(sentStatus(this._next)?.code ?? Code.CANCELLED);
+    this._listener!.onCancel();
   }
 
   // Outbound, from the handler (or grpc-js's own answer to a bad request) to the client.
   start(listener: InterceptingServerListener): void {
-    this.#listener = listener;
-    this.#next.start(this);
+    this._listener = listener;
+    this._next.start(this);
   }
 
   sendMetadata(metadata: Metadata): void {
-    this.#next.sendMetadata(metadata);
+    this._next.sendMetadata(metadata);
   }
 
   sendMessage(message: unknown, callback: () => void): void {
-    this.#next.sendMessage(message, callback);
+    this._next.sendMessage(message, callback);
   }
 
   sendStatus(status: PartialStatusObject): void {
     // Before the handler ran, a status from above is grpc-js refusing a request with no message or two.
-    this.#reject(status.code);
-    this.#next.sendStatus(status);
+    this._reject(status.code);
+    this._next.sendStatus(status);
   }
 
   startRead(): void {
-    this.#next.startRead();
+    this._next.startRead();
   }
 
   getPeer() {
-    return this.#next.getPeer();
+    return this._next.getPeer();
   }
 
   getDeadline() {
-    return this.#next.getDeadline();
+    return this._next.getDeadline();
   }
 
   getHost() {
-    return this.#next.getHost();
+    return this._next.getHost();
   }
 
   getAuthContext() {
-    return this.#next.getAuthContext();
+    return this._next.getAuthContext();
   }
 
   getConnectionInfo() {
-    return this.#next.getConnectionInfo();
+    return this._next.getConnectionInfo();
   }
 
   getMetricsRecorder() {
-    return this.#next.getMetricsRecorder();
+    return this._next.getMetricsRecorder();
   }
 }
 
