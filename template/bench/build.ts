@@ -1,6 +1,6 @@
 // Builds the framework's fixture service (test/framework/fixtures/fixture-main.ts: the test-only API of
 // test/proto/fixture/) the way `npm run build` builds yours, with scripts/build.ts: one esbuild bundle,
-// source maps and the code cache of one start (service.cache), into dist-bench/ or the folder given. The benchmarks run it
+// source maps and a filled compile cache, into dist-bench/ or the folder given. The benchmarks run it
 // (`make bench` and `make soak` build it first), so they measure the framework whatever your proto says.
 //
 //   node --import tsx bench/build.ts [outdir=dist-bench]    # e.g. dist-a for an A/B with bench/ab.ts

@@ -17,7 +17,7 @@
 //   node --import tsx bench/instructions.ts startup [dist=dist-bench] [starts=3] [KEY=VALUE…]
 //
 // startup: instructions from the start of `node <dist>/main.js` until its first 200 from /readycheck, all
-// threads (GC, compiler) included, for each of `starts` starts; the first writes the code cache when
+// threads (GC, compiler) included, for each of `starts` starts; the first fills Node's compile cache when
 // it is cold, so compare the later ones.
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, readFileSync } from "node:fs";

@@ -386,7 +386,7 @@ async function startupGroup(): Promise<void> {
   });
   if (own.length) notes.push(`start-up: the service's own startup_ms (process start → ready, in its log) median ${median(own)} ms`);
   notes.push(
-    `start-up: the cpu column is the CPU time the process used until ready (median); every run reads the code cache the build left in ${BENCH_DIST}/service.cache, as the first start of a container from the image does`,
+    `start-up: the cpu column is the CPU time the process used until ready (median); every run reads the compile cache the build left in ${BENCH_DIST}/.compile-cache, as the first start of a container from the image does`,
   );
 }
 

@@ -1,17 +1,18 @@
 // Bundles src/main.ts into dist/service.js with esbuild (`npm run build`, after tsc has type-checked),
-// started by a small dist/main.js that runs it with V8's code cache (dist/service.cache, written here after
-// one start). One file instead of hundreds to resolve and translate halves the start-up time and trims the
-// idle memory; the code cache takes most of what is left of compiling it (BENCHMARKS.md, "Start-up and
-// idle memory", "Session 6: start-up").
+// started by a small dist/main.js that first turns on Node's compile cache. One ES module instead of
+// hundreds of files to resolve and translate halves the start-up time and trims the idle memory; the
+// compile cache takes most of what is left of compiling it (BENCHMARKS.md, "Start-up and idle memory").
 //
 //   node --import tsx scripts/build.ts [outdir=dist] [entry=src/main.ts]
 //
 // (bench/build.ts builds the framework's fixture service into dist-bench/ with it, for the benchmarks.)
-import { spawn } from "node:child_process";
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { builtinModules } from "node:module";
+import { builtinModules, createRequire } from "node:module";
+import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { build, type Plugin, transform } from "esbuild";
 import { bundlePatches } from "./bundle-patches.js";
 
@@ -71,18 +72,53 @@ const builtinsByRequire: Plugin = {
   },
 };
 
-/**
- * The bundle is the body of one async function, which dist/main.js compiles with vm.Script: unlike an ES
- * module's, a script's code cache can be made after it has run, so it holds the functions V8 compiled lazily
- * on the way to ready too (see writeCodeCache). esbuild writes an ES module body (top-level await is
- * allowed, as in src/main.ts); with everything bundled it has no import or export statement, so it is also a
- * valid async function body. `require`, `import.meta.url` and `import.meta.dirname` become its parameters.
- */
-const WRAPPER_OPEN = '(async function (require, __importMetaUrl, __distDir) { "use strict";';
-const WRAPPER_CLOSE = "})";
+const REQUIRE_BANNER = 'import { createRequire as __createRequire } from "node:module";\nconst require = __createRequire(import.meta.url);';
 
-// Start empty: no file of an earlier build (a cache of another bundle, chunks of older builds) is left behind.
+// Chunk names carry a content hash: start empty so no stale chunk is left beside the new ones.
 rmSync(outdir, { recursive: true, force: true });
+/**
+ * A package imported with `import()` becomes a chunk of its own; when it is CommonJS (the OpenTelemetry
+ * SDK), esbuild's chunk exports only `default`. This facade gives the chunk the named exports Node's own
+ * import would (the package's exports, read by requiring it here). Bundling the SDK rather than leaving it
+ * external keeps one @opentelemetry/api for it and the service: with two, the tracer the service takes at
+ * start-up would stay a no-op.
+ */
+const namedExportsOfDynamicCommonJs: Plugin = {
+  name: "named-exports-of-dynamic-commonjs",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.kind !== "dynamic-import" || args.pluginData === "facade") return undefined;
+      const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: "facade" });
+      if (resolved.external || resolved.errors.length > 0) return resolved;
+      const req = createRequire(path.join(args.resolveDir, "index.js"));
+      let file: string;
+      let exports: unknown;
+      try {
+        file = req.resolve(args.path);
+        // The same file for import and require: CommonJS (on Node 20, require() of an ES module throws).
+        if (file !== resolved.path) return resolved;
+        exports = req(file);
+      } catch {
+        return resolved;
+      }
+      if (typeof exports !== "object" || exports === null) return resolved;
+      const names = Object.keys(exports).filter((n) => n !== "default" && n !== "__esModule");
+      return { path: file, namespace: "cjs-facade", pluginData: names };
+    });
+    b.onLoad({ filter: /.*/, namespace: "cjs-facade" }, (args) => {
+      const names = args.pluginData as string[];
+      const values = names.map((n, i) => `const v${i} = m[${JSON.stringify(n)}];`).join("\n");
+      const list = names.map((n, i) => `v${i} as ${JSON.stringify(n)}`).join(", ");
+      return {
+        // require(), as Node's import does: default is module.exports, whatever `__esModule` says.
+        contents: `const m = require(${JSON.stringify(args.path)});\n${values}\nexport default m;\nexport { ${list} };\n`,
+        resolveDir: path.dirname(args.path),
+        loader: "js",
+      };
+    });
+  },
+};
+
 await build({
   entryPoints: [{ in: entry, out: "service" }],
   outdir,
@@ -90,22 +126,20 @@ await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  // The service's own dynamic imports (the Sentry client when SENTRY_DSN is set, the OpenTelemetry SDK when
-  // tracing is on) stay in the one file, evaluated on first use.
-  splitting: false,
+  // The service's own dynamic imports (the Sentry client, when SENTRY_DSN is set) become chunks loaded on
+  // first use.
+  splitting: true,
   external,
-  define: { "import.meta.url": "__importMetaUrl", "import.meta.dirname": "__distDir" },
   // Bundled CommonJS packages call require() for Node's built-in modules and for the externals.
-  banner: { js: WRAPPER_OPEN },
-  footer: { js: WRAPPER_CLOSE },
+  banner: { js: `${REQUIRE_BANNER}\nconst __distDir = import.meta.dirname;` },
   // Not minified: stack traces stay readable even without source maps. dist/main.js maps them, so traces
   // point into src/ (SOURCE_MAPS=false turns that off).
   sourcemap: true,
   sourcesContent: false,
-  plugins: [builtinsByRequire, bundlePatches, originalPaths],
+  plugins: [builtinsByRequire, bundlePatches, originalPaths, namedExportsOfDynamicCommonJs],
   logLevel: "warning",
 });
-// dist/main.js, what `node dist/main.js` runs: stack-trace mapping, then the bundle with its code cache.
+// dist/main.js, what `node dist/main.js` runs: the compile cache and stack-trace mapping, then the bundle.
 await build({
   entryPoints: [{ in: path.join(ROOT, "scripts/entry.ts"), out: "main" }],
   outdir,
@@ -128,46 +162,78 @@ function asciiOnly(text: string): string {
   return text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }
 
-// The bundle as dist/main.js runs it: one byte a character, and a valid function body. An import or export
-// statement esbuild had to keep (an external ES module imported statically) would not be: import it with
-// `import()` or bundle it instead.
-const service = path.join(outdir, "service.js");
-const text = readFileSync(service, "utf8");
-const ascii = asciiOnly(text);
-await transform(ascii, { loader: "js" }).catch((err: Error) => {
-  throw new Error(`${service} is not a valid script (an import or export statement left in the bundle?): ${err.message}`);
-});
-if (ascii !== text) writeFileSync(service, ascii);
+/**
+ * Each bundled CommonJS module is a method of an object literal (`__commonJS({ "path"(exports, module) {…} })`),
+ * which V8 compiles only when it is first called, and every one is called at start-up. Node's compile cache
+ * holds what V8 compiled with the file, before it ran, so all of them were compiled again from source at
+ * every start. Written as a parenthesized function (`"path": (function(exports, module) {…})`), the form V8
+ * compiles at once, they are in the cache: 8 % fewer instructions to ready (BENCHMARKS.md, session 4). Their
+ * inner functions stay lazy. esbuild prints the wrapper's first line and its `  }\n});` end the same way
+ * every time; the build fails if a wrapper does not have that shape.
+ */
+async function eagerCommonJs(text: string, file: string): Promise<string> {
+  const open = /^(var [\w$]+ = __commonJS\(\{\n {2})("(?:[^"\\\n]|\\.)*")\(([\w, ]*)\) \{\n/gm;
+  let out = "";
+  let at = 0;
+  for (let m = open.exec(text); m; m = open.exec(text)) {
+    const end = text.indexOf("\n  }\n});\n", open.lastIndex);
+    const next = text.indexOf("= __commonJS({", open.lastIndex);
+    if (end === -1 || (next !== -1 && next < end)) throw new Error(`${file}: a __commonJS wrapper of unexpected shape at ${m.index}`);
+    out += `${text.slice(at, m.index)}${m[1]}${m[2]}: (function(${m[3]}) {\n${text.slice(open.lastIndex, end)}\n  })\n});\n`;
+    at = end + "\n  }\n});\n".length;
+    open.lastIndex = at;
+  }
+  out += text.slice(at);
+  const wrappers = text.split("= __commonJS({").length - 1;
+  const converted = out.split(": (function(").length - text.split(": (function(").length;
+  if (converted !== wrappers) throw new Error(`${file}: ${converted} of ${wrappers} __commonJS wrappers rewritten`);
+  await transform(out, { loader: "js", format: "esm" }); // still parses
+  return out;
+}
+
+for (const name of readdirSync(outdir)) {
+  if (!name.endsWith(".js") || name === "main.js") continue;
+  const file = path.join(outdir, name);
+  const text = readFileSync(file, "utf8");
+  const done = await eagerCommonJs(asciiOnly(text), name);
+  if (done !== text) writeFileSync(file, done);
+}
 
 /**
- * Writes dist/service.cache, V8's code for the bundle, by starting the service once: dist/main.js writes the
- * cache once the service is ready when there is none, so it holds every function compiled on the way there,
- * and the image carries it (a start without it costs ~40 % more instructions to ready, BENCHMARKS.md). The
- * start listens on free loopback ports, needs no network and no secrets, and is stopped as soon as the file
- * is there. A service that cannot start here (a setting it requires is not set) gets no cache: it starts as
- * it would without one, and writes the cache itself on its first start where dist/ is writable.
+ * Fills dist/.compile-cache, which dist/main.js hands to Node's compile cache: V8's code for the bundle, made
+ * now so that the image carries it and the first start of every container is as quick as a restart (a cold
+ * cache costs ~35 % more instructions to ready, BENCHMARKS.md, session 4). Importing a name the bundle does
+ * not export makes Node load and compile its files, then stop before running any of them. Node keys the
+ * cache by the file's absolute path, its content and Node's version and flags: a checkout moved elsewhere
+ * or another Node just compiles as without it. Readable by every user: the image runs as another one.
  */
-async function writeCodeCache(): Promise<void> {
-  const cache = path.join(outdir, "service.cache");
-  // Only PATH, HOME and TMPDIR from the build's environment: no setting or secret of the machine that builds.
-  // No drain before stopping: nothing routes calls to it.
-  const env: NodeJS.ProcessEnv = { LISTEN_HOST: "127.0.0.1", GRPC_PORT: "0", HTTP_PORT: "0", GRPC_GRACEFUL_DURATION_IN_SECONDS: "0" };
-  for (const k of ["PATH", "HOME", "TMPDIR"]) if (process.env[k] !== undefined) env[k] = process.env[k];
-  const child = spawn(process.execPath, [path.join(outdir, "main.js")], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.on("data", (d: Buffer) => (output += d));
-  child.stderr.on("data", (d: Buffer) => (output += d));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const deadline = Date.now() + 60_000;
-  while (!existsSync(cache) && child.exitCode === null && child.signalCode === null && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
+function fillCompileCache(): void {
+  const cache = path.join(outdir, ".compile-cache");
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "compile-cache-"));
+  try {
+    const importer = path.join(tmp, "compile-only.mjs");
+    writeFileSync(
+      importer,
+      `import { "compile only" as none } from ${JSON.stringify(pathToFileURL(path.join(outdir, "service.js")).href)};\n`,
+    );
+    const runner = [
+      'import module from "node:module";',
+      "module.enableCompileCache(process.argv[1]);",
+      "await import(process.argv[2]).then(() => process.exit(2), () => {});",
+      "module.flushCompileCache();",
+    ].join("\n");
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS; // the service's own flags, not the build's
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", runner, cache, pathToFileURL(importer).href], {
+      env,
+      stdio: "inherit",
+    });
+    if (r.status !== 0) throw new Error(`filling ${cache} failed (${r.status ?? r.signal})`);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
   }
-  child.kill("SIGTERM");
-  const stopping = setTimeout(() => child.kill("SIGKILL"), 15_000);
-  await exited;
-  clearTimeout(stopping);
-  if (existsSync(cache))
-    chmodSync(cache, 0o644); // readable by every user: the image runs as another one
-  else process.stderr.write(`build: no code cache written (the service did not get ready here):\n${output.slice(-2000)}\n`);
+  for (const entry of readdirSync(cache, { recursive: true, withFileTypes: true })) {
+    chmodSync(path.join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+  }
 }
-await writeCodeCache();
+fillCompileCache();
