@@ -7,7 +7,7 @@
 //
 // (bench/build.ts builds the framework's fixture service into dist-bench/ with it, for the benchmarks.)
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { builtinModules, createRequire } from "node:module";
 import os from "node:os";
@@ -232,8 +232,26 @@ function fillCompileCache(): void {
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+  forOtherUsers(cache);
   for (const entry of readdirSync(cache, { recursive: true, withFileTypes: true })) {
     chmodSync(path.join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
+  }
+}
+
+/**
+ * Node keeps one cache directory per user id (`v24.21.0-x64-<V8 tag>-<uid>`), and the image runs as another
+ * user (Dockerfile: USER 1000) than the build (root): without a directory of its own every container start
+ * compiled the bundle from source, and could not write a cache into the root-owned dist/ either. The entries
+ * hold no user id, so the build's directory is copied under the name of each user in COMPILE_CACHE_UIDS.
+ */
+function forOtherUsers(cache: string): void {
+  const uids = (process.env.COMPILE_CACHE_UIDS ?? "").split(",").filter((uid) => uid.trim() !== "");
+  const own = readdirSync(cache).find((name) => name.endsWith(`-${process.getuid?.() ?? 0}`));
+  if (uids.length === 0 || own === undefined) return;
+  for (const uid of uids) {
+    if (!/^\d+$/.test(uid.trim())) throw new Error(`COMPILE_CACHE_UIDS: "${uid}" is not a numeric user id`);
+    const theirs = own.replace(/-\d+$/, `-${uid.trim()}`);
+    if (theirs !== own) cpSync(path.join(cache, own), path.join(cache, theirs), { recursive: true });
   }
 }
 fillCompileCache();

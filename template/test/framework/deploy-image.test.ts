@@ -363,6 +363,25 @@ describe("the image, replayed without Docker", { timeout: 10 * MINUTE }, () => {
     assert.ok(existsSync(join(app, "node_modules/@grpc/grpc-js")), "production dependencies are installed");
   });
 
+  test("the compile cache the build fills is there for the user the image runs as, readable by it", () => {
+    // Node keeps one cache directory per user id; the build runs as root, the image as USER. Without a
+    // directory of its own every container start compiled the bundle from source.
+    const uid = (final.user ?? "").split(":")[0] ?? "";
+    assert.match(uid, /^[1-9]\d*$/);
+    const cache = join(app, "dist/.compile-cache");
+    const dirs = readdirSync(cache);
+    const own = dirs.find((d) => d.endsWith(`-${uid}`));
+    assert.ok(own, `a directory for user ${uid} in ${dirs.join(", ")}`);
+    // The build's own directory, named by the user id of the build (this test's process).
+    const built = dirs.find((d) => d.endsWith(`-${process.getuid?.() ?? 0}`));
+    assert.ok(built, `the build's own directory in ${dirs.join(", ")}`);
+    assert.deepEqual(readdirSync(join(cache, own)).sort(), readdirSync(join(cache, built)).sort());
+    for (const file of readdirSync(join(cache, own))) {
+      assert.equal(statSync(join(cache, own, file)).mode & 0o444, 0o444, file);
+      assert.deepEqual(readFileSync(join(cache, own, file)), readFileSync(join(cache, built, file)), file);
+    }
+  });
+
   test("the build arguments become the health body's metadata", () => {
     assert.equal(JSON.parse(readFileSync(join(app, "package.json"), "utf8")).version, BUILD_ARGS.VERSION);
     for (const k of ["GIT_COMMIT", "GIT_BRANCH", "BUILD_DATE"] as const) assert.equal(final.env[k], BUILD_ARGS[k], k);
