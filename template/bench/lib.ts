@@ -24,7 +24,7 @@ export const WARMUP = num("BENCH_WARMUP", 3);
 export const SSE_CLIENTS = Math.round(num("BENCH_SSE_CLIENTS", 1000));
 export const SSE_SECONDS = num("BENCH_SSE_SECONDS", 10);
 export const SSE_INTERVAL_MS = 100;
-export const STARTUP_RUNS = 5;
+export const STARTUP_RUNS = 9;
 // h2load: 16 connections × 8 concurrent streams; wrk: 64 keep-alive connections. One load thread each.
 /** h2load's load shapes for gRPC unary: many connections with a few calls each, and few connections with many. */
 export interface H2Shape {
