@@ -7,17 +7,6 @@ const STREAM = pino.symbols.streamSym;
 /** Keys the record itself owns: a bag that sets one of them goes through pino, which settles the clash. */
 const RESERVED = new Set(["level", "@timestamp", "msg"]);
 
-/** Field names as JSON strings; a service uses a handful, so each is escaped once. */
-const quotedKeys = new Map<string, string>();
-function quoted(key: string): string {
-  let q = quotedKeys.get(key);
-  if (q === undefined) {
-    q = JSON.stringify(key);
-    if (quotedKeys.size < 1000) quotedKeys.set(key, q);
-  }
-  return q;
-}
-
 /** What JSON.stringify escapes in a string: `"`, `\`, control characters, and (when lone) surrogates. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
@@ -76,16 +65,17 @@ function bagKey(key: string): BagKey {
 
 /**
  * The members of the bag `fields` as JSON text (`,"k":v…`), or undefined when a value is not a plain string,
- * number or boolean, or a key is one of `taken` (the line's own keys): those lines need pino's general path.
+ * number or boolean, or a key is one of `taken` (the line's own keys) or of `extra`: those lines need pino's
+ * general path.
  */
-function bagMembers(fields: Record<string, unknown>, taken: ReadonlySet<string>): string | undefined {
+function bagMembers(fields: Record<string, unknown>, taken: ReadonlySet<string>, extra?: object): string | undefined {
   let out = "";
   const keys = Object.keys(fields);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string;
     const value = fields[key];
     if (value === undefined) continue; // as pino: an undefined field is left out
-    if (taken.has(key)) return undefined;
+    if (taken.has(key) || (extra !== undefined && key in extra)) return undefined;
     if (typeof value === "string") out += bagKey(key).string(value);
     else if (typeof value === "number") out += `${bagKey(key).prefix}${Number.isFinite(value) ? value : "null"}`;
     else if (typeof value === "boolean") out += `${bagKey(key).prefix}${value}`;
@@ -99,18 +89,8 @@ function bagMembers(fields: Record<string, unknown>, taken: ReadonlySet<string>)
  * string, number or boolean, or a key would appear twice: those lines need pino's general path.
  */
 function members(fields: Record<string, unknown>, extra: Record<string, string | number>): string | undefined {
-  let out = "";
-  const keys = Object.keys(fields);
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string;
-    const value = fields[key];
-    if (value === undefined) continue; // as pino: an undefined field is left out
-    if (RESERVED.has(key) || key in extra) return undefined;
-    if (typeof value === "string") out += `,${quoted(key)}:${jsonString(value)}`;
-    else if (typeof value === "number") out += `,${quoted(key)}:${Number.isFinite(value) ? value : "null"}`;
-    else if (typeof value === "boolean") out += `,${quoted(key)}:${value}`;
-    else return undefined;
-  }
+  let out = bagMembers(fields, RESERVED, extra);
+  if (out === undefined) return undefined;
   for (const key in extra) {
     const value = extra[key] as string | number;
     out += `,"${key}":${typeof value === "string" ? jsonString(value) : Number.isFinite(value) ? value : "null"}`;
