@@ -35,11 +35,16 @@ export function traceId(headerName: string): Interceptor {
     const field = method.desc.input.fields.find((f) => f.name === "trace_id" && f.fieldKind === "scalar");
     return field ? (m: Message) => (m as unknown as Record<string, unknown>)[field.localName] as string : undefined;
   };
-  const set = (ctx: CallContext, id: string) => {
-    ctx.setTraceId(id);
+  const sendBack = (ctx: CallContext, id: string) => {
     // The value is a UUID or sanitized (printable ASCII): valid metadata.
     if (lazy) ctx.setResponseTraceHeader(header, id);
     else ctx.responseHeader.set(header, id);
+  };
+  /** The call's ID: its request's own (when it has one), else the header's, else a new one. */
+  const start = (ctx: CallContext, own: string | undefined) => {
+    const id = own ?? sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ?? randomUUID();
+    ctx.setTraceId(id);
+    sendBack(ctx, id);
   };
   return staged(
     // One request message: its trace_id is there before the rest of the chain runs.
@@ -47,15 +52,7 @@ export function traceId(headerName: string): Interceptor {
       if (streamsRequests(method.kind)) return undefined;
       const fromRequest = fromRequestOf(method);
       return {
-        enter: (call) => {
-          const { ctx } = call;
-          set(
-            ctx,
-            (fromRequest && sanitizeTraceId(fromRequest(call.request))) ??
-              sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ??
-              randomUUID(),
-          );
-        },
+        enter: ({ ctx, request }) => start(ctx, fromRequest && sanitizeTraceId(fromRequest(request))),
       };
     },
     // A stream of requests: the header's (or a new) ID at once, the first message's own one when it comes.
@@ -63,21 +60,14 @@ export function traceId(headerName: string): Interceptor {
       const fromRequest = fromRequestOf(method);
       return (call) => {
         const { ctx, requests } = call;
-        set(
-          ctx,
-          (requests || !fromRequest ? undefined : sanitizeTraceId(fromRequest(call.request))) ??
-            sanitizeTraceId(firstValue(ctx.metadata, header) as string | undefined) ??
-            randomUUID(),
-        );
+        start(ctx, requests || !fromRequest ? undefined : sanitizeTraceId(fromRequest(call.request)));
         if (requests && fromRequest) {
           requests.inspect((message, index) => {
             if (index !== 0) return;
             const own = sanitizeTraceId(fromRequest(message));
             if (own === undefined) return;
             ctx.setTraceId(own);
-            if (ctx.headerSent) return;
-            if (lazy) ctx.setResponseTraceHeader(header, own);
-            else ctx.responseHeader.set(header, own);
+            if (!ctx.headerSent) sendBack(ctx, own);
           });
         }
         return next(call);

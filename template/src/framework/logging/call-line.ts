@@ -20,6 +20,16 @@ export function jsonString(value: string): string {
   return ESCAPED.test(value) ? JSON.stringify(value) : `"${value}"`;
 }
 
+/** `JSON.stringify(value)` for a number: NaN and the infinities are null. */
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? String(value) : "null";
+}
+
+/** The destination pino writes the root logger's lines to. */
+function destinationOf(root: Logger): DestinationStream {
+  return (root as unknown as Record<symbol, DestinationStream>)[STREAM] as DestinationStream;
+}
+
 /** `,"msg":<msg>}` and the newline, per message: a service writes a handful of messages this way. */
 const tails = new Map<string, string>();
 function tailOf(msg: string): string {
@@ -77,7 +87,7 @@ function bagMembers(fields: Record<string, unknown>, taken: ReadonlySet<string>,
     if (value === undefined) continue; // as pino: an undefined field is left out
     if (taken.has(key) || (extra !== undefined && key in extra)) return undefined;
     if (typeof value === "string") out += bagKey(key).string(value);
-    else if (typeof value === "number") out += `${bagKey(key).prefix}${Number.isFinite(value) ? value : "null"}`;
+    else if (typeof value === "number") out += bagKey(key).prefix + jsonNumber(value);
     else if (typeof value === "boolean") out += `${bagKey(key).prefix}${value}`;
     else return undefined;
   }
@@ -93,7 +103,7 @@ function members(fields: Record<string, unknown>, extra: Record<string, string |
   if (out === undefined) return undefined;
   for (const key in extra) {
     const value = extra[key] as string | number;
-    out += `,"${key}":${typeof value === "string" ? jsonString(value) : Number.isFinite(value) ? value : "null"}`;
+    out += `,"${key}":${typeof value === "string" ? jsonString(value) : jsonNumber(value)}`;
   }
   return out;
 }
@@ -121,8 +131,7 @@ export function writeCallLine(call: CallLog, extra: Record<string, string | numb
     call.logger.info(extra, msg);
     return;
   }
-  const stream = (root as unknown as Record<symbol, DestinationStream>)[STREAM] as DestinationStream;
-  stream.write(`{"level":"info"${timestamp()}${body}${tailOf(msg)}`);
+  destinationOf(root).write(`{"level":"info"${timestamp()}${body}${tailOf(msg)}`);
 }
 
 /** The keys of a response-time line's own record. */
@@ -148,6 +157,5 @@ export function writeResponseTimeLine(call: CallLog, grpcCode: string, took_ms: 
     code = `,"grpcCode":${jsonString(grpcCode)},"took_ms":`;
     if (codeMembers.size < 100) codeMembers.set(grpcCode, code);
   }
-  const stream = (root as unknown as Record<symbol, DestinationStream>)[STREAM] as DestinationStream;
-  stream.write(`{"level":"info"${timestamp()}${body}${code}${Number.isFinite(took_ms) ? took_ms : "null"}${RESPONSE_TIME_TAIL}`);
+  destinationOf(root).write(`{"level":"info"${timestamp()}${body}${code}${jsonNumber(took_ms)}${RESPONSE_TIME_TAIL}`);
 }

@@ -109,8 +109,9 @@ function gatewayCallOf(metadata: Metadata): { httpPath: string; deadline: number
   metadata.remove(GATEWAY_PATH_KEY);
   if (typeof value !== "string" || !value.startsWith(GATEWAY_PATH_TOKEN)) return undefined;
   const colon = value.indexOf(":", GATEWAY_PATH_TOKEN.length);
+  if (colon === -1) return undefined;
   const deadline = Number(value.slice(GATEWAY_PATH_TOKEN.length, colon));
-  if (colon === -1 || Number.isNaN(deadline)) return undefined;
+  if (Number.isNaN(deadline)) return undefined;
   return { httpPath: value.slice(colon + 1), deadline };
 }
 
