@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { Metadata as GrpcMetadata } from "@grpc/grpc-js";
 import pino, { type Logger } from "pino";
 import { type CallAbortController, isAborted, LazyAbortController } from "./lazy-abort.js";
+import { setChecked } from "./metadata-values.js";
 import { Code } from "./status.js";
 import type { MethodInfo } from "./types.js";
 
@@ -103,7 +104,7 @@ export class CallContext {
   get responseHeader(): Metadata {
     if (this._responseHeader === undefined) {
       this._responseHeader = new Metadata();
-      if (this._traceKey !== undefined) this._responseHeader.set(this._traceKey, this._traceValue);
+      if (this._traceKey !== undefined) setChecked(this._responseHeader, this._traceKey, this._traceValue);
     }
     return this._responseHeader;
   }
@@ -121,8 +122,8 @@ export class CallContext {
 
   /**
    * `responseHeader.set(key, value)` for the trace ID, without making the metadata before anyone reads
-   * it. `key` must be a valid metadata key and `value` printable ASCII (Metadata.set's checks run
-   * when the metadata is made).
+   * it. The caller checked the pair once: `key` is a lowercase metadata key legal for a text value and
+   * `value` printable ASCII (Metadata.set's checks are not run for it).
    */
   setResponseTraceHeader(key: string, value: string): void {
     if (this._responseHeader !== undefined) this._responseHeader.set(key, value);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Metadata } from "@grpc/grpc-js";
-import { firstValue, isEmptyMetadata } from "./metadata-values.js";
+import { firstValue, isEmptyMetadata, setChecked } from "./metadata-values.js";
 
 describe("metadata values", () => {
   test("firstValue reads what get(key)[0] reads, for present, repeated, binary and absent keys", () => {
@@ -33,5 +33,25 @@ describe("metadata values", () => {
     assert.equal(firstValue(other, "x-absent"), undefined);
     assert.equal(isEmptyMetadata(other), false);
     assert.equal(isEmptyMetadata({ getMap: () => ({}) } as unknown as Metadata), true);
+  });
+
+  test("setChecked leaves the metadata as set() does: same entries, same HTTP/2 headers, a replaced value", () => {
+    const byGrpcJs = new Metadata();
+    const checked = new Metadata();
+    for (const md of [byGrpcJs, checked]) md.set("x-other", "kept");
+    byGrpcJs.set("x-trace-id", "first");
+    setChecked(checked, "x-trace-id", "first");
+    byGrpcJs.set("x-trace-id", "4f9c1d3e-8a2b-4c6d-9e0f-1a2b3c4d5e6f");
+    setChecked(checked, "x-trace-id", "4f9c1d3e-8a2b-4c6d-9e0f-1a2b3c4d5e6f");
+    assert.deepEqual(checked.getMap(), byGrpcJs.getMap());
+    assert.deepEqual(checked.toHttp2Headers(), byGrpcJs.toHttp2Headers());
+    assert.deepEqual(checked.get("x-trace-id"), ["4f9c1d3e-8a2b-4c6d-9e0f-1a2b3c4d5e6f"]);
+  });
+
+  test("setChecked falls back to set() when grpc-js keeps its entries elsewhere", () => {
+    const md = new Metadata();
+    const other = { set: (key: string, value: string) => md.set(key, value) } as unknown as Metadata;
+    setChecked(other, "x-trace-id", "abc");
+    assert.deepEqual(md.get("x-trace-id"), ["abc"]);
   });
 });

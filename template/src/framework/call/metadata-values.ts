@@ -25,3 +25,13 @@ export function isEmptyMetadata(metadata: Metadata): boolean {
   for (const values of entries.values()) if (values.length > 0) return false;
   return true;
 }
+
+/**
+ * `metadata.set(key, value)` for a pair its caller has already checked (a lowercase key legal for a text
+ * value, a printable-ASCII value): grpc-js's own checks, two regular expressions, are not run again per call.
+ */
+export function setChecked(metadata: Metadata, lowercaseKey: string, value: string): void {
+  const entries = entriesOf(metadata);
+  if (entries !== undefined) entries.set(lowercaseKey, [value]);
+  else metadata.set(lowercaseKey, value);
+}

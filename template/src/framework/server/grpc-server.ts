@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Http2Server } from "node:http2";
+import { type Http2Server, constants as http2Constants, type ServerHttp2Session } from "node:http2";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { ServedService } from "../call/handlers.js";
@@ -47,6 +47,10 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
+    // Nothing serves channelz here; with it on, grpc-js counts every call and message for it (a tracker with
+    // four closures per call, a Date.now() per message). Off only where stopGrpc can reset the connections
+    // itself: grpc-js's forceShutdown finds them in its channelz bookkeeping alone.
+    "grpc.enable_channelz": canWrapHttp2Servers(Server.prototype) ? 0 : 1,
     interceptors: onRejectedBeforeHandler ? [rejectionsBeforeHandler(methods, onRejectedBeforeHandler)] : [],
   });
   for (const service of services) {
@@ -56,7 +60,7 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     }
     server.addService(grpcServiceDefinition(service.desc), implementation);
   }
-  guardRequestHeaders(server);
+  wrapHttp2Servers(server);
   readiness.addToServer(server);
   if (!config.DISABLE_GRPC_REFLECTION) {
     addReflection(server, [...services.map((s) => s.desc), Health]);
@@ -66,29 +70,55 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
 
 type Http2ServerFactory = (credentials: ServerCredentials) => Http2Server;
 
+/** Each server's open HTTP/2 connections, which stopGrpc resets when it must stop at once. */
+const connections = new WeakMap<Server, Set<ServerHttp2Session>>();
+
+/** Whether grpc-js still makes its HTTP/2 servers through the method wrapHttp2Servers wraps. */
+function canWrapHttp2Servers(server: object): boolean {
+  return typeof (server as { createHttp2Server?: unknown }).createHttp2Server === "function";
+}
+
 /**
- * Fixes two request headers on every HTTP/2 server grpc-js makes (TCP, TLS and the gateway's Unix socket), in a
- * 'stream' listener that runs before grpc-js's own: a `grpc-timeout` longer than a timer holds is clamped (grpc-js
- * would expire it at once), and repeated `authorization` headers are joined (Node would keep only the first).
- * grpc-js has no public hook that runs before it parses the headers, so this wraps its `createHttp2Server`; if a
- * grpc-js release renames it, start-up logs a warning, and the tests of both behaviours fail.
+ * grpc-js has no public hook that runs when it makes an HTTP/2 server (TCP, TLS and the gateway's Unix socket),
+ * so this wraps its `createHttp2Server`, to guard the request headers and keep the connections. If a grpc-js
+ * release renames it, start-up logs a warning, and the tests of both behaviours fail.
  */
-function guardRequestHeaders(server: Server): void {
+function wrapHttp2Servers(server: Server): void {
   const internals = server as unknown as { createHttp2Server?: Http2ServerFactory };
   const create = internals.createHttp2Server;
   if (typeof create !== "function") {
     rootLogger().warn("grpc-js internals changed: deadlines over 24.8 days and repeated authorization headers are not guarded");
     return;
   }
+  const open = new Set<ServerHttp2Session>();
+  connections.set(server, open);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
-    // Node passes the raw header list as a fourth argument its types leave out.
-    http2Server.prependListener("stream", (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
-      clampGrpcTimeout(headers);
-      joinRepeatedAuthorization(headers, rawHeaders);
+    guardRequestHeaders(http2Server);
+    http2Server.on("session", (session: ServerHttp2Session) => {
+      open.add(session);
+      session.once("close", () => open.delete(session));
     });
     return http2Server;
   };
+}
+
+/**
+ * Fixes two request headers in a 'stream' listener that runs before grpc-js's own: a `grpc-timeout` longer
+ * than a timer holds is clamped (grpc-js would expire it at once), and repeated `authorization` headers are
+ * joined (Node would keep only the first).
+ */
+function guardRequestHeaders(http2Server: Http2Server): void {
+  // Node passes the raw header list as a fourth argument its types leave out.
+  http2Server.prependListener("stream", (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+    clampGrpcTimeout(headers);
+    joinRepeatedAuthorization(headers, rawHeaders);
+  });
+}
+
+/** Ends a connection at once with the code NGHTTP2_CANCEL: Node takes a number in place of the error, which its types leave out. */
+function cancel(session: ServerHttp2Session): void {
+  (session.destroy as unknown as (code: number) => void).call(session, http2Constants.NGHTTP2_CANCEL);
 }
 
 /** Listens on host:port (port 0 picks one); resolves to the bound port. */
@@ -109,7 +139,11 @@ export function listenProblem(err: Error, variable: string): string {
 /** Waits for in-flight calls, refusing new ones; cancels whatever is left when `signal` aborts. */
 export function stopGrpc(server: Server, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const force = () => server.forceShutdown();
+    const force = () => {
+      server.forceShutdown();
+      // What grpc-js's forceShutdown does only with channelz on (see createGrpcServer).
+      for (const session of connections.get(server) ?? []) cancel(session);
+    };
     if (signal.aborted) force();
     else signal.addEventListener("abort", force, { once: true });
     server.tryShutdown(() => {
