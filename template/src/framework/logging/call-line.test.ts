@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Logger } from "pino";
-import { jsonString, writeCallLine, writeResponseTimeLine } from "./call-line.js";
+import { jsonNumber, jsonString, writeCallLine, writeResponseTimeLine } from "./call-line.js";
 import { configureLogging, requestLogger, rootLogger } from "./logger.js";
 
 const lines: string[] = [];
@@ -144,5 +144,16 @@ describe("the call line", () => {
     assert.equal(lines.length, 0, "nothing below LOG_LEVEL");
     writeResponseTimeLine(callLog({ grpcMethod: "/pkg.v1.Svc/Echo" }, true), "OK", 1);
     assert.equal(JSON.parse(lines.pop() as string).msg, "response time", "unless the call logs at debug");
+  });
+
+  test("jsonNumber writes what JSON.stringify writes: every thousandth up to 10 s, a spread of them up to 1e12, other numbers", () => {
+    const check = (value: number) => {
+      if (jsonNumber(value) !== JSON.stringify(value)) assert.fail(`${value}: ${jsonNumber(value)} instead of ${JSON.stringify(value)}`);
+    };
+    for (let n = 0; n <= 10_000_000; n++) check(n / 1000);
+    for (let n = 10_000_000; n < 1e15; n += 9_999_991_237) check(n / 1000);
+    const others = [-0, -1.5, 0.0005, 1e-7, 123456789012.345, 1e15, 1e21, 2 ** 53 + 0.5, 0.1 + 0.2, Math.PI, Number.MAX_VALUE];
+    for (const value of others) assert.equal(jsonNumber(value), JSON.stringify(value), String(value));
+    for (const value of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) assert.equal(jsonNumber(value), "null");
   });
 });

@@ -20,9 +20,25 @@ export function jsonString(value: string): string {
   return ESCAPED.test(value) ? JSON.stringify(value) : `"${value}"`;
 }
 
-/** `JSON.stringify(value)` for a number: NaN and the infinities are null. */
-function jsonNumber(value: number): string {
-  return Number.isFinite(value) ? String(value) : "null";
+/** Below this many thousandths, `String(n / 1000)` is never in exponent form and a double holds n exactly. */
+const THOUSANDTHS_LIMIT = 1e15;
+
+/**
+ * `JSON.stringify(value)` for a number: NaN and the infinities are null. Durations (`took_ms`) are rounded to
+ * thousandths, and V8 turns a fractional number into a string through a runtime call (a shortest round-trip
+ * search) where a small integer's string comes from a cache. So a value that is n / 1000 is written from n's
+ * digits: the shortest decimal that reads back as n / 1000 is n's own, with trailing zeros dropped (checked
+ * against `String` for every thousandth up to 10 s in the tests).
+ */
+export function jsonNumber(value: number): string {
+  const thousandths = Math.round(value * 1000);
+  if (thousandths <= 0 || thousandths >= THOUSANDTHS_LIMIT || thousandths / 1000 !== value || thousandths % 1000 === 0)
+    return Number.isFinite(value) ? String(value) : "null";
+  const whole = (thousandths - (thousandths % 1000)) / 1000;
+  const frac = thousandths % 1000;
+  if (frac % 100 === 0) return `${whole}.${frac / 100}`;
+  if (frac % 10 === 0) return `${whole}.${frac < 100 ? "0" : ""}${frac / 10}`;
+  return `${whole}.${frac < 10 ? "00" : frac < 100 ? "0" : ""}${frac}`;
 }
 
 /** The destination pino writes the root logger's lines to. */
