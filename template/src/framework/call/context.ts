@@ -126,7 +126,7 @@ export class CallContext {
    * `value` printable ASCII (Metadata.set's checks are not run for it).
    */
   setResponseTraceHeader(key: string, value: string): void {
-    if (this._responseHeader !== undefined) this._responseHeader.set(key, value);
+    if (this._responseHeader !== undefined) setChecked(this._responseHeader, key, value);
     else {
       this._traceKey = key;
       this._traceValue = value;

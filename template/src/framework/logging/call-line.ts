@@ -32,10 +32,10 @@ const THOUSANDTHS_LIMIT = 1e15;
  */
 export function jsonNumber(value: number): string {
   const thousandths = Math.round(value * 1000);
-  if (thousandths <= 0 || thousandths >= THOUSANDTHS_LIMIT || thousandths / 1000 !== value || thousandths % 1000 === 0)
-    return Number.isFinite(value) ? String(value) : "null";
-  const whole = (thousandths - (thousandths % 1000)) / 1000;
   const frac = thousandths % 1000;
+  if (thousandths <= 0 || thousandths >= THOUSANDTHS_LIMIT || thousandths / 1000 !== value || frac === 0)
+    return Number.isFinite(value) ? String(value) : "null";
+  const whole = (thousandths - frac) / 1000;
   if (frac % 100 === 0) return `${whole}.${frac / 100}`;
   if (frac % 10 === 0) return `${whole}.${frac < 100 ? "0" : ""}${frac / 10}`;
   return `${whole}.${frac < 10 ? "00" : frac < 100 ? "0" : ""}${frac}`;

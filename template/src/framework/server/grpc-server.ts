@@ -73,23 +73,30 @@ type Http2ServerFactory = (credentials: ServerCredentials) => Http2Server;
 /** Each server's open HTTP/2 connections, which stopGrpc resets when it must stop at once. */
 const connections = new WeakMap<Server, Set<ServerHttp2Session>>();
 
+/** What wrapHttp2Servers reaches into: the grpc-js method that makes each of its HTTP/2 servers. */
+interface Http2ServerMaker {
+  createHttp2Server: Http2ServerFactory;
+}
+
 /** Whether grpc-js still makes its HTTP/2 servers through the method wrapHttp2Servers wraps. */
-function canWrapHttp2Servers(server: object): boolean {
-  return typeof (server as { createHttp2Server?: unknown }).createHttp2Server === "function";
+function canWrapHttp2Servers(server: object): server is Http2ServerMaker {
+  return typeof (server as Partial<Http2ServerMaker>).createHttp2Server === "function";
 }
 
 /**
  * grpc-js has no public hook that runs when it makes an HTTP/2 server (TCP, TLS and the gateway's Unix socket),
  * so this wraps its `createHttp2Server`, to guard the request headers and keep the connections. If a grpc-js
- * release renames it, start-up logs a warning, and the tests of both behaviours fail.
+ * release renames it, start-up logs a warning, channelz stays on (see createGrpcServer), and the tests of
+ * what the wrapper does fail.
  */
 function wrapHttp2Servers(server: Server): void {
-  const internals = server as unknown as { createHttp2Server?: Http2ServerFactory };
-  const create = internals.createHttp2Server;
-  if (typeof create !== "function") {
+  // The method is private in grpc-js's types.
+  const internals: object = server;
+  if (!canWrapHttp2Servers(internals)) {
     rootLogger().warn("grpc-js internals changed: deadlines over 24.8 days and repeated authorization headers are not guarded");
     return;
   }
+  const create = internals.createHttp2Server;
   const open = new Set<ServerHttp2Session>();
   connections.set(server, open);
   internals.createHttp2Server = (credentials) => {
