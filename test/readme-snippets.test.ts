@@ -1,4 +1,5 @@
-// The generated README is the user's manual: every ```ts block in template/README.md is type-checked against the
+// The generated README and its docs/ pages are the user's manual: every ```ts block in template/README.md and
+// template/docs/*.md is type-checked against the
 // real framework with the template's own tsc and tsconfig, so a wrong name (`Code.NotFound` for
 // `Code.NOT_FOUND`) cannot ship again. Each block is compiled as a module where its imports point
 // (`../framework/…` → src/service/, `./framework/…` → src/), with:
@@ -16,7 +17,9 @@ import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const template = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../template");
-const readme = fs.readFileSync(path.join(template, "README.md"), "utf8");
+/** The manual's pages, relative to the template: README.md, then docs/*.md. */
+const pages = ["README.md", ...fs.readdirSync(path.join(template, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
+const texts = new Map(pages.map((p) => [p, fs.readFileSync(path.join(template, p), "utf8")]));
 
 const PLACEHOLDERS = `declare global {
   const token: string;
@@ -28,18 +31,21 @@ export {};
 const HOOKS = new Set(["preStart", "postStart", "preStop", "failCheck", "stop", "postStop", "authorize"]);
 
 interface Snippet {
+  page: string;
   line: number;
   code: string;
 }
 
-function snippets(markdown: string): Snippet[] {
+function snippets(page: string, markdown: string): Snippet[] {
   const out: Snippet[] = [];
   const re = /^```ts\n([\s\S]*?)^```$/gm;
   for (let m = re.exec(markdown); m; m = re.exec(markdown)) {
-    out.push({ line: markdown.slice(0, m.index).split("\n").length + 1, code: m[1] as string });
+    out.push({ page, line: markdown.slice(0, m.index).split("\n").length + 1, code: m[1] as string });
   }
   return out;
 }
+
+const allSnippets = () => [...texts].flatMap(([page, text]) => snippets(page, text));
 
 /** Names src/framework/index.ts exports, and whether each is a type only. */
 function frameworkExports(): Map<string, boolean> {
@@ -96,23 +102,23 @@ function moduleFor(s: Snippet, n: number, fw: Map<string, boolean>): { rel: stri
   if (values.length > 0) prelude.push(`import { ${values.join(", ")} } from "${up}framework/index.js";`);
   if (types.length > 0) prelude.push(`import type { ${types.join(", ")} } from "${up}framework/index.js";`);
   if (need.has("ExampleService")) prelude.push(`import { ExampleService } from "${up}gen/example/v1/example_pb.js";`);
-  const text = `// README.md line ${s.line}\n${[...prelude, ...imports].join("\n")}\n${wrapped}\nexport {};\n`;
+  const text = `// ${s.page} line ${s.line}\n${[...prelude, ...imports].join("\n")}\n${wrapped}\nexport {};\n`;
   return { rel: inSrc ? `readme-${n}.ts` : `service/readme-${n}.ts`, text };
 }
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "readme-snippets-"));
 after(() => fs.rmSync(work, { recursive: true, force: true }));
 
-test("README.md has TypeScript blocks to check", () => {
-  assert.ok(snippets(readme).length >= 8);
+test("README.md and docs/ have TypeScript blocks to check", () => {
+  assert.ok(allSnippets().length >= 8);
 });
 
-test("every ```ts block in the template README type-checks against the framework", { timeout: 120_000 }, () => {
+test("every ```ts block in the template README and docs/ type-checks against the framework", { timeout: 120_000 }, () => {
   // A tree that resolves like the template's: src/framework and src/gen and node_modules are the real ones.
   fs.mkdirSync(path.join(work, "src/service"), { recursive: true });
   for (const rel of ["src/framework", "src/gen", "node_modules"]) fs.symlinkSync(path.join(template, rel), path.join(work, rel));
   const fw = frameworkExports();
-  const files = snippets(readme).map((s, i) => {
+  const files = allSnippets().map((s, i) => {
     const { rel, text } = moduleFor(s, i + 1, fw);
     fs.writeFileSync(path.join(work, "src", rel), text);
     return `src/${rel}`;
@@ -138,14 +144,16 @@ test("every ```ts block in the template README type-checks against the framework
       const m = /^src\/(?:service\/)?readme-(\d+)\.ts\((\d+),/.exec(l);
       if (!m) return l;
       const text = fs.readFileSync(path.join(work, "src", l.slice(4, l.indexOf("("))), "utf8");
-      return `README block at line ${/README\.md line (\d+)/.exec(text)?.[1]}: ${l}\n  ${text.split("\n")[Number(m[2]) - 1]?.trim()}`;
+      const where = /^\/\/ (\S+) line (\d+)/.exec(text);
+      return `${where?.[1]} block at line ${where?.[2]}: ${l}\n  ${text.split("\n")[Number(m[2]) - 1]?.trim()}`;
     });
   assert.equal(r.status, 0, report.join("\n"));
 });
 
-test("every Code.NAME the README mentions, in code blocks or prose, is a real status code", async () => {
+test("every Code.NAME the README and docs/ mention, in code blocks or prose, is a real status code", async () => {
   const { Code } = await import("../template/src/framework/call/status.js");
-  const mentioned = [...new Set([...readme.matchAll(/\bCode\.([A-Za-z_]+)/g)].map((m) => m[1] as string))];
+  const all = [...texts.values()].join("\n");
+  const mentioned = [...new Set([...all.matchAll(/\bCode\.([A-Za-z_]+)/g)].map((m) => m[1] as string))];
   assert.ok(mentioned.length > 0);
   assert.deepEqual(
     mentioned.filter((name) => !(name in Code)),

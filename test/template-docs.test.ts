@@ -1,6 +1,7 @@
-// The template's user-facing docs stay true to the code: .env.example and the README's configuration table
-// list exactly the settings of the config schema, the README keeps the markers the generator relies on, and
-// no template file uses the word "example" in prose (the generator would rename it to the service's stem).
+// The template's user-facing docs stay true to the code: .env.example and docs/configuration.md's table list
+// exactly the settings of the config schema, the README keeps the markers the generator relies on, every
+// relative link of the README and docs/ resolves, and no template file uses the word "example" in prose (the
+// generator would rename it to the service's stem).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -8,25 +9,26 @@ import path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { listTemplateFiles } from "../generator/render.js";
-import { withToc } from "../scripts/readme-toc.js";
-import { configTable, envExample, groupedSettings } from "../template/scripts/config-docs.js";
+import { headingAnchors, tocFiles, withToc } from "../scripts/readme-toc.js";
+import { CONFIG_PAGE, configTable, envExample, groupedSettings } from "../template/scripts/config-docs.js";
 import { settings } from "../template/src/framework/config/schema.js";
 
 const template = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../template");
 const read = (rel: string) => fs.readFileSync(path.join(template, rel), "utf8");
 const names = Object.keys(settings).sort();
 const REGENERATE = "run `make config-docs` in template/ to regenerate it";
+/** The manual: README.md and the docs/ pages. */
+const pages = ["README.md", ...fs.readdirSync(path.join(template, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
 
 /** `NAME=` lines, commented or not. */
 function envFileNames(text: string): string[] {
   return [...text.matchAll(/^#?[ \t]*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1] as string).sort();
 }
 
-/** First-column names of the README table under "## Configuration". */
-function readmeTableNames(readme: string): string[] {
-  const section = readme.split(/^## /m).find((s) => s.startsWith("Configuration"));
-  assert.ok(section, "README.md has a '## Configuration' section");
-  return [...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1] as string).sort();
+/** First-column names of the configuration page's settings table (the one scripts/config-docs.ts writes). */
+function configTableNames(page: string): string[] {
+  const table = page.slice(page.indexOf("| Variable | Default | Meaning |")).split(/\n(?!\|)/)[0] as string;
+  return [...table.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1] as string).sort();
 }
 
 test(".env.example lists every setting, and nothing else", () => {
@@ -53,7 +55,9 @@ test("a test file the README names next to a make target is one that target runs
     "test-system": (f) => f.startsWith("test/system/"),
   };
   // Table rows are units of their own; otherwise a paragraph.
-  const units = read("README.md")
+  const units = pages
+    .map(read)
+    .join("\n\n")
     .split(/\n\s*\n/)
     .flatMap((para) => (para.startsWith("|") ? para.split("\n") : [para]));
   const wrong: string[] = [];
@@ -76,12 +80,51 @@ test(".env.example leaves every secret empty", () => {
   }
 });
 
-test("the README's configuration table lists every setting, and nothing else", () => {
-  assert.deepEqual(readmeTableNames(read("README.md")), names);
+test("the configuration table of docs/configuration.md lists every setting, and nothing else", () => {
+  assert.equal(CONFIG_PAGE, "docs/configuration.md");
+  assert.deepEqual(configTableNames(read(CONFIG_PAGE)), names);
 });
 
-test("the README's configuration table is exactly what scripts/config-docs.ts prints", () => {
-  assert.ok(read("README.md").includes(configTable()), `the table in README.md is stale: ${REGENERATE}`);
+test("the configuration table of docs/configuration.md is exactly what scripts/config-docs.ts prints", () => {
+  assert.ok(read(CONFIG_PAGE).includes(configTable()), `the table in ${CONFIG_PAGE} is stale: ${REGENERATE}`);
+});
+
+test("the README stays a short manual (at most 400 lines) that links every docs/ page", () => {
+  const readme = read("README.md");
+  assert.ok(readme.split("\n").length <= 400, `README.md has ${readme.split("\n").length} lines`);
+  for (const page of pages.slice(1)) assert.ok(readme.includes(`](${page})`), `README.md links ${page}`);
+});
+
+/** Markdown links `[text](target)` outside fenced code blocks, with their line numbers. */
+function links(markdown: string): { line: number; target: string }[] {
+  const out: { line: number; target: string }[] = [];
+  let fenced = false;
+  markdown.split("\n").forEach((line, i) => {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    if (fenced) return;
+    const prose = line.replace(/`[^`]*`/g, ""); // code spans are not links
+    for (const m of prose.matchAll(/\]\(([^)\s]+)\)/g)) out.push({ line: i + 1, target: m[1] as string });
+  });
+  return out;
+}
+
+test("every relative link in README.md and docs/*.md names a file that exists and a heading it has", () => {
+  const broken: string[] = [];
+  let checked = 0;
+  for (const page of pages) {
+    for (const { line, target } of links(read(page))) {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:
+      checked++;
+      const [file = "", anchor] = target.split("#");
+      const rel = file === "" ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), file));
+      const where = `${page}:${line}: ${target}`;
+      if (rel.startsWith("../") || !fs.existsSync(path.join(template, rel))) broken.push(`${where} (no file ${rel})`);
+      else if (anchor !== undefined && !(rel.endsWith(".md") && headingAnchors(read(rel)).has(anchor)))
+        broken.push(`${where} (no heading #${anchor} in ${rel})`);
+    }
+  }
+  assert.ok(checked >= 20, `only ${checked} relative links found`);
+  assert.deepEqual(broken, []);
 });
 
 test("the README starts with the service's name and has one choices block for the generator", () => {
@@ -124,9 +167,13 @@ test('no template file says "example" in prose', () => {
   assert.deepEqual(offenders, [], 'write "e.g." or "for instance" instead');
 });
 
-test("the README's table of contents lists every section, linked (node --import tsx scripts/readme-toc.ts --write)", () => {
-  const readme = read("README.md");
-  assert.equal(readme, withToc(readme), "the table of contents is stale: run node --import tsx scripts/readme-toc.ts --write");
+test("the tables of contents of the README and docs/ list every section, linked (node --import tsx scripts/readme-toc.ts --write)", () => {
+  const files = tocFiles(template);
+  assert.ok(files.includes("README.md"));
+  for (const rel of files) {
+    const text = read(rel);
+    assert.equal(text, withToc(text), `the table of contents of ${rel} is stale: run node --import tsx scripts/readme-toc.ts --write`);
+  }
 });
 
 test('no file the generator ships cites "SPEC §" (users do not have that document)', () => {

@@ -1,8 +1,8 @@
-// Prints .env.example and the README's configuration table from the config schema, so both stay true.
+// Prints .env.example and the configuration table of docs/configuration.md from the config schema, so both stay true.
 //
 //   node --import tsx scripts/config-docs.ts            .env.example to stdout
-//   node --import tsx scripts/config-docs.ts --table    the README table to stdout
-//   node --import tsx scripts/config-docs.ts --write    rewrites .env.example and the table in README.md (make config-docs)
+//   node --import tsx scripts/config-docs.ts --table    the configuration table to stdout
+//   node --import tsx scripts/config-docs.ts --write    rewrites .env.example and the table in docs/configuration.md (make config-docs)
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -98,6 +98,8 @@ export function envExample(): string {
   return `${lines.join("\n")}\n`;
 }
 
+/** The page that holds the configuration table, relative to the repository's root. */
+export const CONFIG_PAGE = "docs/configuration.md";
 const TABLE_HEADER = "| Variable | Default | Meaning |";
 const cell = (s: string) => s.replace(/\|/g, "\\|");
 
@@ -117,7 +119,7 @@ export function configTable(): string {
 export function replaceTable(readme: string): string {
   const lines = readme.split("\n");
   const start = lines.indexOf(TABLE_HEADER);
-  if (start < 0) throw new Error(`README.md has no configuration table (a line "${TABLE_HEADER}")`);
+  if (start < 0) throw new Error(`${CONFIG_PAGE} has no configuration table (a line "${TABLE_HEADER}")`);
   let end = start;
   while (end < lines.length && lines[end]?.startsWith("|")) end++;
   lines.splice(start, end - start, ...configTable().trimEnd().split("\n"));
@@ -129,9 +131,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const arg = process.argv[2];
   if (arg === "--write") {
     fs.writeFileSync(path.join(root, ".env.example"), envExample());
-    const readme = path.join(root, "README.md");
-    fs.writeFileSync(readme, replaceTable(fs.readFileSync(readme, "utf8")));
-    console.log("wrote .env.example and the configuration table of README.md");
+    const page = path.join(root, CONFIG_PAGE);
+    fs.writeFileSync(page, replaceTable(fs.readFileSync(page, "utf8")));
+    console.log(`wrote .env.example and the configuration table of ${CONFIG_PAGE}`);
   } else if (arg === "--table") {
     process.stdout.write(configTable());
   } else if (arg === undefined) {

@@ -80,6 +80,7 @@ test("the tarball carries the compiled CLI, the template and the gathered protos
     "package/template/.dockerignore",
     "package/template/Dockerfile",
     "package/template/README.md",
+    "package/template/docs/configuration.md",
     "package/template/proto/google/api/annotations.proto",
     "package/template/proto/google/api/http.proto",
     "package/template/proto/buf/validate/validate.proto",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { deriveNames } from "../../generator/names.js";
 import { renameContent, renamePath, renameTokens } from "../../generator/rename.js";
@@ -63,6 +63,20 @@ describe("content renaming", () => {
   it("keeps Grafana's {{instance}} legends (nothing is rendered through Handlebars)", () => {
     const json = '{"legendFormat":"{{instance}} {{grpc_method}}"}';
     assert.equal(renameContent("deploy/grafana/dashboard.json", json, demo), json);
+  });
+
+  it("renames the sample service in every page of the template's docs/ as in the README", () => {
+    const docs = new URL("../../template/docs/", import.meta.url);
+    const pages = readdirSync(docs).filter((f) => f.endsWith(".md"));
+    assert.ok(pages.length >= 7, "the manual's pages");
+    for (const page of pages) {
+      const out = renameContent(`docs/${page}`, readFileSync(new URL(page, docs), "utf8"), demo);
+      // Whatever is left is the env template's name (.env.example), never the service's.
+      const left = out.replace(/\.env\.example/g, "").match(/(?<![A-Za-z0-9])(?:example|Example|EXAMPLE)(?![a-z0-9])/g);
+      assert.equal(left, null, `docs/${page} keeps ${left?.join(", ")}`);
+    }
+    const protocols = renameContent("docs/protocols.md", readFileSync(new URL("protocols.md", docs), "utf8"), demo);
+    assert.match(protocols, /http:\/\/localhost:9090\/demo\.v1\.DemoService\/Sum/);
   });
 
   it("titles the README with the full name", () => {

@@ -6,7 +6,7 @@
 export { type Authenticate, unauthenticated } from "./auth/auth.js";
 export { type Claims, claimsOf, requireClaims } from "./auth/claims.js";
 export { type TokenVerifier, verifyOptions } from "./auth/jwt.js";
-/** The WebSocket subprotocol a browser offers to call a streaming method (see the README's "Calling from a browser"). */
+/** The WebSocket subprotocol a browser offers to call a streaming method (see docs/browsers.md). */
 export { WS_PROTOCOL } from "./browser/websocket.js";
 export type { NamedInterceptor } from "./call/chain.js";
 export { addToContext, CallContext, currentContext } from "./call/context.js";

@@ -126,7 +126,7 @@ test("Grafana gets the Prometheus datasource the dashboard's variable lists, and
   assert.equal(grafana.environment.GF_AUTH_ANONYMOUS_ORG_ROLE, "Viewer", "anonymous visitors cannot edit");
 });
 
-test("Jaeger receives OTLP over HTTP on the port the README's OTEL_EXPORTER_OTLP_ENDPOINT names", () => {
+test("Jaeger receives OTLP over HTTP on the port docs/observability.md's OTEL_EXPORTER_OTLP_ENDPOINT names", () => {
   assert.ok(compose.services.jaeger.ports.includes("127.0.0.1:4318:4318"));
-  assert.match(read("README.md"), /OTEL_EXPORTER_OTLP_ENDPOINT=http:\/\/127\.0\.0\.1:4318/);
+  assert.match(read("docs/observability.md"), /OTEL_EXPORTER_OTLP_ENDPOINT=http:\/\/127\.0\.0\.1:4318/);
 });

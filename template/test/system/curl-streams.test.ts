@@ -14,13 +14,13 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { fixtureService } from "../framework/fixtures/fixture-service.js";
 
 /**
- * The README's interactive Chat command, its arguments split as a shell would (single quotes only), without the URL:
+ * docs/protocols.md's interactive Chat command, its arguments split as a shell would (single quotes only), without the URL:
  * curl uploading its standard input chunked, as it comes (`-T .`), printing each answer as it arrives (`-N`).
  */
 const README_CURL = (() => {
-  const readme = fs.readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
+  const readme = fs.readFileSync(fileURLToPath(new URL("../../docs/protocols.md", import.meta.url)), "utf8");
   const line = readme.split("\n").find((l) => l.startsWith("curl ") && l.includes(" -T . ") && l.endsWith("/api/v1/chat"));
-  assert.ok(line, "README.md shows the Chat command: curl … -T . … localhost:9091/api/v1/chat");
+  assert.ok(line, "docs/protocols.md shows the Chat command: curl … -T . … localhost:9091/api/v1/chat");
   const words = [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => (m[1] ?? m[2]) as string);
   return words.slice(1, -1);
 })();

@@ -18,7 +18,7 @@ export type TokenVerifier = (token: string) => Promise<Claims>;
  *   const jwks = createRemoteJWKSet(new URL("https://issuer.test/.well-known/jwks.json"));
  *   return async (token) => (await jwtVerify(token, jwks, { ...verifyOptions(config), algorithms: ["RS256"] })).payload;
  *
- * (the README's Authentication section shows it whole).
+ * (docs/auth.md shows it whole).
  */
 export function tokenVerifier(config: Config): TokenVerifier | undefined {
   if (config.JWT_SECRET === undefined) return undefined;

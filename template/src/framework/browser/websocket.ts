@@ -70,7 +70,7 @@ interface Target {
 /**
  * Streaming calls over WebSocket on the HTTP port, the one way a browser streams in both directions
  * over HTTP/1.1: `GET` with `Upgrade: websocket` at `/<package.Service>/<Method>` or at the method's
- * google.api.http path. Framing (JSON text frames, documented in the README):
+ * google.api.http path. Framing (JSON text frames, documented in docs/browsers.md):
  *  - client → server: each text frame is one request message in proto3 JSON; an empty text frame
  *    half-closes (no more requests);
  *  - server → client: `{"result":…}` per response message, then one final frame, `{"end":{}}` (OK) or

@@ -4,7 +4,7 @@ interface Setting<T> {
   parse: p.Parser<T>;
   /** Used when the variable is unset or empty. */
   default: T;
-  /** One line for the README's configuration table. */
+  /** One line for the configuration table of docs/configuration.md. */
   doc: string;
   /** Redacted from the start-up summary. */
   secret?: boolean;
@@ -18,7 +18,7 @@ const optional = <T>(parse: p.Parser<T>): p.Parser<T | undefined> => parse;
 
 /**
  * Every setting the framework reads, with its type, default and meaning.
- * The README's configuration table is checked against this list by a test.
+ * The configuration table of docs/configuration.md is checked against this list by a test.
  */
 export const settings = {
   APP_NAME: setting(p.string, "", "Service name in logs, metrics and /healthcheck (default: package.json name)"),

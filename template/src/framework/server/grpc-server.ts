@@ -25,7 +25,7 @@ export interface GrpcServerOptions {
 
 /**
  * Limits of the gRPC server besides the message sizes (GRPC_MAX_RECV_MSG_SIZE, GRPC_MAX_SEND_MSG_SIZE).
- * Documented in the README's "Limits" table.
+ * Documented in docs/configuration.md's "Limits" table.
  */
 export const GRPC_LIMITS = {
   /** Concurrent calls per HTTP/2 connection (more wait). High, as the gateway's calls share one connection (1,000 SSE clients). */

@@ -31,7 +31,7 @@ function codeForFastifyError(err: FastifyError): Code {
 
 /**
  * Limits of the HTTP servers (gateway, health, admin), against slow or oversized clients. The body
- * limit is GRPC_MAX_RECV_MSG_SIZE. Documented in the README's "Limits" table.
+ * limit is GRPC_MAX_RECV_MSG_SIZE. Documented in docs/configuration.md's "Limits" table.
  */
 export const HTTP_LIMITS = {
   /** Whole request (headers and body) must arrive within this, else 408: slow-loris uploads. Responses (streams) are not limited. */
