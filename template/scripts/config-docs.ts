@@ -49,7 +49,21 @@ const groups: [heading: string, names: Name[]][] = [
     ],
   ],
   ["Browsers (CORS)", ["CORS_ALLOWED_ORIGINS", "CORS_ALLOW_CREDENTIALS", "CORS_MAX_AGE_SECONDS"]],
-  ["Authentication", ["JWT_SECRET", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_CLOCK_SKEW_SECONDS", "JWT_REQUIRE_EXP", "API_KEYS"]],
+  [
+    "Authentication",
+    [
+      "JWT_SECRET",
+      "JWT_JWKS_URL",
+      "JWT_OIDC_ISSUER",
+      "JWT_ALGORITHMS",
+      "JWT_JWKS_COOL_DOWN_SECONDS",
+      "JWT_ISSUER",
+      "JWT_AUDIENCE",
+      "JWT_CLOCK_SKEW_SECONDS",
+      "JWT_REQUIRE_EXP",
+      "API_KEYS",
+    ],
+  ],
   [
     "Metrics, profiling and error reports",
     ["DISABLE_PROMETHEUS", "ENABLE_PROMETHEUS_GRPC_HISTOGRAM", "PROMETHEUS_GRPC_HISTOGRAM_BUCKETS", "DISABLE_DEBUG", "SENTRY_DSN"],

@@ -7,9 +7,10 @@ import type { Config } from "../config/schema.js";
 import { LineBudget } from "../logging/line-budget.js";
 import { apiKeyCheck } from "./api-keys.js";
 import { tokenVerifier } from "./jwt.js";
+import type { RemoteKeySet } from "./remote-keys.js";
 
 /**
- * The global check of the settings (JWT_SECRET, API_KEYS): resolves when the call may go on, with the
+ * The global check of the settings (JWT_SECRET, JWT_JWKS_URL or JWT_OIDC_ISSUER, API_KEYS): resolves when the call may go on, with the
  * token's claims on `ctx.claims`; rejects otherwise. A no-op when neither setting is on.
  */
 export type Authenticate = (ctx: CallContext) => Promise<void>;
@@ -97,8 +98,8 @@ function tokenErrorFields(err: unknown): Record<string, unknown> {
  * The global authentication check from the settings: a valid bearer JWT (claims go on the context) or a
  * valid `x-api-key`; with both on, either is enough. Keys and secrets are prepared once, here.
  */
-export function authenticator(config: Config): Authenticate | undefined {
-  const verifyToken = tokenVerifier(config);
+export function authenticator(config: Config, keys?: RemoteKeySet): Authenticate | undefined {
+  const verifyToken = tokenVerifier(config, keys);
   const keyMatches = config.API_KEYS.length > 0 ? apiKeyCheck(config.API_KEYS) : undefined;
   if (!verifyToken && !keyMatches) return undefined;
   return async (ctx) => {
@@ -138,8 +139,13 @@ function refuseOnFalse(verdict: unknown): void {
  * before it (`dropped`). A service with an `authorize` override decides alone for its methods. Undefined
  * (no chain entry) when auth is off and no service overrides it; a method needing no check gets `next` itself.
  */
-export function authInterceptor(config: Config, services: readonly AuthScope[] = [], onRejected?: OnRejected): Interceptor | undefined {
-  const global = authenticator(config);
+export function authInterceptor(
+  config: Config,
+  services: readonly AuthScope[] = [],
+  onRejected?: OnRejected,
+  keys?: RemoteKeySet,
+): Interceptor | undefined {
+  const global = authenticator(config, keys);
   const overrides = new Map(services.filter((s) => typeof s.authorize === "function").map((s) => [s.desc.typeName, s]));
   if (!global && overrides.size === 0) return undefined;
   const authenticate = global ?? allow;

@@ -1,8 +1,9 @@
 import { webcrypto } from "node:crypto";
-import { type JWTVerifyOptions, jwtVerify } from "jose";
+import { decodeProtectedHeader, type JWTVerifyOptions, jwtVerify } from "jose";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
 import type { Claims } from "./claims.js";
+import type { RemoteKeySet } from "./remote-keys.js";
 
 /** Verifies a bearer token and returns its claims; rejects, with any error, when the token is not acceptable. */
 export type TokenVerifier = (token: string) => Promise<Claims>;
@@ -11,21 +12,35 @@ export type TokenVerifier = (token: string) => Promise<Claims>;
  * THE token validation function: the one place to change to accept other tokens. It runs once, at
  * start-up, and returns the verifier every call uses, or undefined when JWT authentication is off.
  *
- * By default: HS256 signed with `JWT_SECRET` (every other `alg`, `none` included, is rejected), `exp` required
- * (unless `JWT_REQUIRE_EXP=false`) and, with `nbf`, checked with `JWT_CLOCK_SKEW_SECONDS` of leeway, `iss` when `JWT_ISSUER` is set, `aud` when
- * `JWT_AUDIENCE` is set. To verify an identity provider's RS256/ES256 tokens instead, return e.g.
- *
- *   const jwks = createRemoteJWKSet(new URL("https://issuer.test/.well-known/jwks.json"));
- *   return async (token) => (await jwtVerify(token, jwks, { ...verifyOptions(config), algorithms: ["RS256"] })).payload;
- *
- * (docs/auth.md shows it whole).
+ * By default: HS256 signed with `JWT_SECRET`, and with JWT_JWKS_URL or JWT_OIDC_ISSUER (`keys`) the
+ * JWT_ALGORITHMS (RS256, PS256, ES256, EdDSA) signed by a key of the provider's key set; every other `alg`,
+ * `none` included, is rejected. With both on, the token's `alg` picks the key: an HS256 token is only ever
+ * checked against the secret (never against a public key's bytes), an asymmetric one only against the key set.
+ * `exp` is required (unless `JWT_REQUIRE_EXP=false`) and, with `nbf`, checked with `JWT_CLOCK_SKEW_SECONDS` of
+ * leeway; `iss` when `JWT_ISSUER` is set (the OIDC issuer for the provider's tokens), `aud` when `JWT_AUDIENCE` is set.
  */
-export function tokenVerifier(config: Config): TokenVerifier | undefined {
-  if (config.JWT_SECRET === undefined) return undefined;
-  if (Buffer.byteLength(config.JWT_SECRET, "utf8") < 32) {
+export function tokenVerifier(config: Config, keys?: RemoteKeySet): TokenVerifier | undefined {
+  const hs256 = config.JWT_SECRET === undefined ? undefined : secretVerifier(config.JWT_SECRET, config);
+  const remote = keys && keySetVerifier(keys, config);
+  if (!hs256 || !remote) return hs256 ?? remote;
+  return (token) => {
+    const { alg } = decodeProtectedHeader(token);
+    return alg === "HS256" ? hs256(token) : remote(token);
+  };
+}
+
+function secretVerifier(secret: string, config: Config): TokenVerifier {
+  if (Buffer.byteLength(secret, "utf8") < 32) {
     rootLogger().warn("JWT_SECRET is shorter than 32 bytes: use a random secret of at least 32 bytes (`openssl rand -base64 32`)");
   }
-  return hs256Verifier(config.JWT_SECRET, verifyOptions(config));
+  return hs256Verifier(secret, verifyOptions(config));
+}
+
+/** Tokens signed by a key of the provider's set, with JWT_ALGORITHMS only (all asymmetric: an HMAC `alg` never gets here). */
+export function keySetVerifier(keys: RemoteKeySet, config: Config): TokenVerifier {
+  const checks: JWTVerifyOptions = { ...verifyOptions(config), algorithms: [...config.JWT_ALGORITHMS] };
+  if (keys.issuer !== undefined) checks.issuer = keys.issuer;
+  return async (token) => (await jwtVerify(token, keys.getKey, checks)).payload as Claims;
 }
 
 /** The claim checks the settings ask for: `exp` present (unless JWT_REQUIRE_EXP=false), issuer, audience and clock leeway. */

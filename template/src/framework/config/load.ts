@@ -65,6 +65,10 @@ function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
     const missing = c.GRPC_TLS_CERT_FILE === undefined ? "GRPC_TLS_CERT_FILE" : "GRPC_TLS_KEY_FILE";
     problems.push(`${missing}: must be set together with ${missing === "GRPC_TLS_CERT_FILE" ? "GRPC_TLS_KEY_FILE" : "GRPC_TLS_CERT_FILE"}`);
   }
+  if (c.JWT_JWKS_URL !== undefined && c.JWT_OIDC_ISSUER !== undefined)
+    problems.push("JWT_JWKS_URL: set it or JWT_OIDC_ISSUER, not both (the issuer's discovery document names its key set)");
+  if (c.JWT_OIDC_ISSUER !== undefined && c.JWT_ISSUER !== undefined && c.JWT_ISSUER !== c.JWT_OIDC_ISSUER)
+    problems.push("JWT_ISSUER: differs from JWT_OIDC_ISSUER, whose tokens must carry it as `iss`: leave JWT_ISSUER unset");
   if (!failed.has("CORS_ALLOWED_ORIGINS") && !failed.has("CORS_ALLOW_CREDENTIALS") && c.CORS_ALLOW_CREDENTIALS) {
     // Browsers refuse credentialed responses to `*`; echoing any Origin instead would let every site act as the user.
     if (c.CORS_ALLOWED_ORIGINS.includes("*"))

@@ -96,3 +96,36 @@ export const originList: Parser<string[]> = (raw) => {
   if (origins.includes("*") && origins.length > 1) throw new ConfigValueError("expected * alone, or a list of origins without *");
   return origins;
 };
+
+/** 127.0.0.0/8, ::1 and localhost: the only hosts plain http may reach for keys (nothing on the network can alter the answer). */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/**
+ * A URL the service fetches signing keys from: https, or http to a loopback address only (a test or a
+ * sidecar), since whoever can alter a key set's answer can sign any token. No credentials or fragment in it.
+ */
+export const keySetUrl: Parser<string> = (raw) => {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (url?.username !== "" || url.password !== "" || url.hash !== "")
+    throw new ConfigValueError("expected an https:// URL (without credentials or #fragment)");
+  if (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))) return raw;
+  throw new ConfigValueError("expected an https:// URL (plain http only to a loopback address such as 127.0.0.1)");
+};
+
+/** A non-empty comma list of values from `allowed` (case kept as JOSE spells it). */
+export function subsetOf<const T extends string>(...allowed: T[]): Parser<T[]> {
+  return (raw) => {
+    const values = list(raw);
+    const bad = values.filter((v) => !allowed.includes(v as T));
+    if (values.length === 0 || bad.length > 0)
+      throw new ConfigValueError(
+        `expected a comma list of ${allowed.join(", ")}${bad.length > 0 ? ` (${bad.join(", ")} is not one)` : ""}`,
+      );
+    return [...new Set(values)] as T[];
+  };
+}

@@ -71,6 +71,26 @@ export const settings = {
   ),
   DISABLE_DEBUG: setting(p.boolean, false, "Turns off /debug/pprof/"),
   JWT_SECRET: setting(optional(p.string), undefined, "Turns on JWT (HS256) authentication with this secret", true),
+  JWT_JWKS_URL: setting(
+    optional(p.keySetUrl),
+    undefined,
+    "Turns on tokens signed by an identity provider: its JSON Web Key Set URL (https; http only to loopback)",
+  ),
+  JWT_OIDC_ISSUER: setting(
+    optional(p.keySetUrl),
+    undefined,
+    "Turns on an OpenID Connect provider's tokens: finds its key set in /.well-known/openid-configuration and requires its `iss`",
+  ),
+  JWT_ALGORITHMS: setting(
+    p.subsetOf("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"),
+    ["RS256", "PS256", "ES256", "EdDSA"],
+    "Comma list of the signature algorithms accepted with JWT_JWKS_URL or JWT_OIDC_ISSUER",
+  ),
+  JWT_JWKS_COOL_DOWN_SECONDS: setting(
+    p.number(1, 3600),
+    30,
+    "Least time between two fetches of the key set for tokens with an unknown `kid` (a key rotated in at the provider)",
+  ),
   JWT_ISSUER: setting(optional(p.string), undefined, "Required `iss` claim"),
   JWT_AUDIENCE: setting(optional(p.string), undefined, "Required `aud` claim"),
   JWT_CLOCK_SKEW_SECONDS: setting(p.number(0), 30, "Leeway for `exp` and `nbf`"),

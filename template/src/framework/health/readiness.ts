@@ -19,6 +19,10 @@ import { grpcServiceDefinition } from "../server/grpc-definition.js";
  */
 export class Readiness {
   #ready = false;
+  /** start-up called setReady() and shutdown has not begun. */
+  #started = false;
+  /** What readiness still waits for besides start-up (e.g. the identity provider's key set). */
+  readonly #pending = new Set<string>();
   readonly #services: string[];
   readonly #changes = new EventEmitter().setMaxListeners(0);
 
@@ -31,12 +35,31 @@ export class Readiness {
   }
 
   setReady(): void {
-    this.#set(true);
+    this.#started = true;
+    this.#set(this.#pending.size === 0);
   }
 
   /** Readiness fails from here on: load balancers stop sending new work. */
   fail(): void {
+    this.#started = false;
     this.#set(false);
+  }
+
+  /**
+   * Holds readiness back until the returned function is called, as well as until start-up ends: for what
+   * calls cannot do without (the identity provider's key set). Named for the "not ready" log line.
+   */
+  waitFor(what: string): () => void {
+    this.#pending.add(what);
+    return () => {
+      this.#pending.delete(what);
+      this.#set(this.#started && this.#pending.size === 0);
+    };
+  }
+
+  /** What readiness still waits for besides start-up. */
+  get waitingFor(): readonly string[] {
+    return [...this.#pending];
   }
 
   /** Ends every open Watch stream; called when the gRPC server is about to stop. */

@@ -4,6 +4,7 @@ import type { Server } from "@grpc/grpc-js";
 import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { registerOpsRoutes } from "../admin/routes.js";
+import { type RemoteKeySet, remoteKeySet } from "../auth/remote-keys.js";
 import { registerBrowserProtocols } from "../browser/connect.js";
 import { CorsPolicy, corsSettings, registerCors } from "../browser/cors.js";
 import { registerWebSockets } from "../browser/websocket.js";
@@ -78,6 +79,8 @@ export class App {
   #invoker: Invoker | undefined;
   #socket: UnixSocket | undefined;
   readonly #workers: Workers;
+  /** The identity provider's key set (JWT_JWKS_URL or JWT_OIDC_ISSUER): readiness waits until it was fetched once. */
+  readonly #keys: RemoteKeySet | undefined;
   #starting: Promise<unknown> | undefined;
   #stopping: Promise<void> | undefined;
   /** Work readiness need not wait for (validation plans, the Node process collectors): run once ready. */
@@ -95,6 +98,7 @@ export class App {
     this.#services = options.services;
     this.#reporter = createReporter(this.config.SENTRY_DSN, this.config.GIT_COMMIT);
     this.metrics = createServerMetrics(this.config);
+    this.#keys = remoteKeySet(this.config);
     this.#chain = new Chain(
       defaultInterceptors(this.config, {
         reporter: this.#reporter,
@@ -102,6 +106,7 @@ export class App {
         services: this.#services,
         metrics: this.metrics,
         afterReady: this.#queueAfterReady,
+        keys: this.#keys,
       }),
       { around: this.metrics && grpcMetrics(this.metrics) },
     );
@@ -147,6 +152,7 @@ export class App {
     const localHost = config.LISTEN_HOST === "0.0.0.0" || config.LISTEN_HOST === "::" ? "127.0.0.1" : config.LISTEN_HOST;
     // TLS files are read before preStart, so a bad file fails start-up before anything is opened.
     const tls = loadGrpcTls(config, localHost);
+    this.#fetchKeys();
     try {
       await this.#hooks("preStart", this);
     } catch (err) {
@@ -338,6 +344,24 @@ export class App {
     if (failures.length > 1) throw new AggregateError(failures, "shutdown: several steps failed");
   }
 
+  /** Starts fetching the provider's key set (discovery first, with OIDC); readiness fails until it has it. */
+  #fetchKeys(): void {
+    const keys = this.#keys;
+    if (!keys) return;
+    const done = this.readiness.waitFor("the identity provider's key set");
+    keys.start({
+      fetched: () => {
+        done();
+        this.log.info("identity provider's key set fetched");
+      },
+      failed: (err, retryInMs) =>
+        this.log.warn(
+          { err: (err as Error)?.message ?? String(err), retryInMs },
+          "cannot fetch the identity provider's key set: not ready",
+        ),
+    });
+  }
+
   /**
    * Runs the after-ready tasks a moment after ready (AFTER_READY_DELAY_MS), so that the first readiness probes
    * and calls are answered before them; a call that comes first does the same work itself, with the same result.
@@ -366,6 +390,7 @@ export class App {
       await Promise.race([this.#http.close(), abortion(budget)]).finally(() => clearInterval(idle));
     }
     this.#invoker?.close();
+    this.#keys?.stop();
     this.readiness.closeWatches();
     if (this.#grpc) await stopGrpc(this.#grpc, budget);
     this.#socket?.remove();
@@ -392,9 +417,14 @@ function boundPort(server: FastifyInstance, configured: number): number {
   return typeof address === "object" && address ? address.port : configured;
 }
 
-/** Calls need credentials: JWT_SECRET or API_KEYS is set. */
+/** Calls need credentials: JWT_SECRET, JWT_JWKS_URL, JWT_OIDC_ISSUER or API_KEYS is set. */
 function authRequired(config: Config): boolean {
-  return config.JWT_SECRET !== undefined || config.API_KEYS.length > 0;
+  return (
+    config.JWT_SECRET !== undefined ||
+    config.JWT_JWKS_URL !== undefined ||
+    config.JWT_OIDC_ISSUER !== undefined ||
+    config.API_KEYS.length > 0
+  );
 }
 
 function noop(): void {}

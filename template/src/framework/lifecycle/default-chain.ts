@@ -1,4 +1,5 @@
 import { authInterceptor } from "../auth/auth.js";
+import type { RemoteKeySet } from "../auth/remote-keys.js";
 import type { NamedInterceptor } from "../call/chain.js";
 import type { Config } from "../config/schema.js";
 import type { ErrorReporter } from "../errors/reporter.js";
@@ -25,6 +26,8 @@ export interface ChainDeps {
   metrics?: ServerMetrics;
   /** Queues work that makes first calls quicker but that readiness need not wait for: run once the app is ready. */
   afterReady?: (task: () => void) => void;
+  /** The identity provider's key set (JWT_JWKS_URL or JWT_OIDC_ISSUER), when one is configured. */
+  keys?: RemoteKeySet;
 }
 
 /**
@@ -34,8 +37,8 @@ export interface ChainDeps {
  * they wrap the whole chain (the Chain's `around`), so calls it rejects are counted too.
  */
 export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInterceptor[] {
-  // Absent when JWT_SECRET and API_KEYS are unset and no service has an auth override.
-  const auth = authInterceptor(config, deps.services, deps.metrics?.onUnauthenticated);
+  // Absent when no credential source is set and no service has an auth override.
+  const auth = authInterceptor(config, deps.services, deps.metrics?.onUnauthenticated, deps.keys);
   const chain: (NamedInterceptor | false | undefined)[] = [
     auth && { name: "auth", interceptor: auth },
     { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },
