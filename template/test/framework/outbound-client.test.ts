@@ -121,6 +121,9 @@ test("app.createClient counts its calls in grpc_client_*: by method and code, me
       "grpc_client_msg_sent_total",
       "grpc_client_msg_received_total",
       "grpc_client_retries_total",
+      "grpc_client_attempts_total",
+      "grpc_client_hedges_total",
+      "grpc_client_rejected_total",
     ]) {
       assert.equal(sample(before, family, labels), 0, `${family} ${labels.grpc_method} exists at 0 once the client is made`);
     }
@@ -132,7 +135,11 @@ test("app.createClient counts its calls in grpc_client_*: by method and code, me
   state.failuresLeft = 2;
   assert.equal((await client.echo({ message: "flaky" })).message, "flaky", "two UNAVAILABLE attempts, then success");
   assert.equal((await statusOf(client.fail({ code: Code.INVALID_ARGUMENT }))).code, Code.INVALID_ARGUMENT);
-  assert.equal((await statusOf(client.fail({ code: Code.UNAVAILABLE }))).code, Code.UNAVAILABLE, "still UNAVAILABLE after 4 attempts");
+  assert.equal(
+    (await statusOf(client.fail({ code: Code.UNAVAILABLE }))).code,
+    Code.UNAVAILABLE,
+    "still UNAVAILABLE after 3 attempts (the default)",
+  );
   const remaining: number[] = [];
   for await (const m of client.countdown({ from: 3 })) remaining.push(m.remaining);
   assert.deepEqual(remaining, [3, 2, 1]);
@@ -143,6 +150,7 @@ test("app.createClient counts its calls in grpc_client_*: by method and code, me
   assert.equal(sample(m, "grpc_client_msg_sent_total", unary("Echo")), 2);
   assert.equal(sample(m, "grpc_client_msg_received_total", unary("Echo")), 2);
   assert.equal(sample(m, "grpc_client_retries_total", unary("Echo")), 2, "the flaky call's two extra attempts");
+  assert.equal(sample(m, "grpc_client_attempts_total", unary("Echo")), 4, "one, then three for the flaky call");
   assert.equal(sample(m, "grpc_client_handling_seconds_count", unary("Echo")), 2);
 
   assert.equal(sample(m, "grpc_client_started_total", unary("Fail")), 2);
@@ -150,15 +158,17 @@ test("app.createClient counts its calls in grpc_client_*: by method and code, me
   assert.equal(sample(m, "grpc_client_handled_total", unary("Fail", { grpc_code: "InvalidArgument" })), 1);
   assert.equal(sample(m, "grpc_client_handled_total", unary("Fail", { grpc_code: "Unavailable" })), 1);
   assert.equal(sample(m, "grpc_client_msg_received_total", unary("Fail")), 0, "a failed unary call receives no message");
-  assert.equal(sample(m, "grpc_client_retries_total", unary("Fail")), 3, "INVALID_ARGUMENT is not retried; UNAVAILABLE 3 times");
+  assert.equal(sample(m, "grpc_client_retries_total", unary("Fail")), 2, "INVALID_ARGUMENT is not retried; UNAVAILABLE twice");
+  assert.equal(sample(m, "grpc_client_attempts_total", unary("Fail")), 4);
+  assert.equal(sample(m, "grpc_client_rejected_total", unary("Fail")), 0, "two failed calls do not open the breaker");
 
   assert.equal(sample(m, "grpc_client_msg_sent_total", stream("Countdown")), 1);
   assert.equal(sample(m, "grpc_client_msg_received_total", stream("Countdown")), 3, "each streamed message");
   assert.equal(sample(m, "grpc_client_handled_total", stream("Countdown", { grpc_code: "OK" })), 1);
 
-  // The downstream's server metrics see every attempt: one call counted by the client, four by the server.
+  // The downstream's server metrics see every attempt: one call counted by the client, three by the server.
   const served = await scrape(downstream.httpUrl);
-  assert.equal(sample(served, "grpc_server_handled_total", unary("Fail", { grpc_code: "Unavailable" })), 4);
+  assert.equal(sample(served, "grpc_server_handled_total", unary("Fail", { grpc_code: "Unavailable" })), 3);
   assert.equal(sample(served, "grpc_client_started_total", unary("Echo")), undefined, "the server's own clients are not involved");
 });
 

@@ -20,11 +20,15 @@ import {
   Metadata,
 } from "@grpc/grpc-js";
 import { context, propagation } from "@opentelemetry/api";
+import type { Logger } from "pino";
 import { currentContext } from "../call/context.js";
 import { drained } from "../call/drained.js";
 import type { ClientMetrics } from "../metrics/client-metrics.js";
 import { grpcMethodDefinition } from "../server/grpc-definition.js";
+import { AdaptiveThrottle, type BreakerOptions } from "./adaptive-throttle.js";
 import { metricsInterceptor } from "./metrics-interceptor.js";
+import { DEFAULT_BUDGET, type MethodPolicy, methodPath, type RetryBudget, type RetryPolicy, serviceConfig } from "./policy.js";
+import { throttleInterceptor } from "./throttle-interceptor.js";
 
 export interface CallOptions {
   metadata?: Metadata | Record<string, string>;
@@ -33,17 +37,32 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export interface ClientOptions {
+export interface ClientOptions<S extends DescService = DescService> {
   credentials?: ChannelCredentials;
   /** Header carrying the trace ID to the next service (TRACE_HEADER_NAME). */
   traceHeader?: string;
   /** Header carrying the per-request debug switch (DEBUG_LOG_HEADER_NAME). */
   debugHeader?: string;
-  /** Attempts for calls that fail UNAVAILABLE, with exponential back-off; 1 turns retries off. */
+  /**
+   * Retries of every method without a policy of its own, done by grpc-js (gRFC A6). Default: 3 attempts in all,
+   * UNAVAILABLE only, back-off 100 ms doubling up to 1 s. `false`: none.
+   */
+  retry?: RetryPolicy | false;
+  /** Shorthand for `retry: { maxAttempts }` (1 turns retries off). */
   maxAttempts?: number;
+  /** Policies of single methods, by their name on the client: `{ getStock: { hedging: { maxAttempts: 3, delayMs: 20 } } }`. */
+  methods?: { [K in keyof S["method"]]?: MethodPolicy };
+  /** The retry budget (grpc-js retry throttling); default { maxTokens: 10, tokenRatio: 0.1 }. `false`: unbounded retries. */
+  retryBudget?: RetryBudget | false;
+  /** The breaker: the adaptive throttle that fails calls locally while the dependency fails them (default on, k = 2, 10 s). */
+  breaker?: BreakerOptions | false;
+  /** How calls spread over the addresses a `dns:///name:port` target resolves to; default round_robin. */
+  loadBalancing?: "round_robin" | "pick_first";
   channelOptions?: ChannelOptions;
   /** Where the calls are counted (`grpc_client_*`); `app.createClient` passes the service's own. None: not counted. */
   metrics?: ClientMetrics;
+  /** Where the breaker says when it starts and stops rejecting calls; `app.createClient` passes the service's logger. */
+  log?: Logger;
 }
 
 type UnaryMethod<M extends DescMethodUnary> = (
@@ -87,29 +106,31 @@ export type Client<S extends DescService> = {
           : never;
 } & { close(): void };
 
-/** grpc-js service config: UNAVAILABLE is retried with exponential back-off (transparent to callers). */
-function retryServiceConfig(service: DescService, maxAttempts: number): string {
-  return JSON.stringify({
-    methodConfig: [
-      {
-        name: [{ service: service.typeName }],
-        retryPolicy: { maxAttempts, initialBackoff: "0.1s", maxBackoff: "2s", backoffMultiplier: 2, retryableStatusCodes: ["UNAVAILABLE"] },
-      },
-    ],
-  });
-}
-
 /**
  * A typed client for calling other services. Inside a call it carries the current call
  * along: trace ID and debug switch as headers, W3C trace context when tracing is on, and
- * a deadline no later than the current call's.
+ * a deadline no later than the current call's (for all its attempts together).
+ *
+ * Safe under a dead dependency by default: grpc-js retries UNAVAILABLE (gRFC A6) within a retry budget, and a
+ * breaker fails calls locally, in microseconds, while most calls fail. `address` is `host:port` or, for
+ * client-side balancing over every address a name resolves to (a headless Service), `dns:///name:port`.
  */
-export function createClient<S extends DescService>(service: S, address: string, options: ClientOptions = {}): Client<S> {
+export function createClient<S extends DescService>(service: S, address: string, options: ClientOptions<S> = {}): Client<S> {
   const traceHeader = options.traceHeader ?? "x-trace-id";
   const debugHeader = options.debugHeader ?? "x-debug-log-level";
-  const maxAttempts = options.maxAttempts ?? 4;
+  const methods = (options.methods ?? {}) as Record<string, MethodPolicy | undefined>;
+  const retry = options.retry ?? (options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts });
+  const config = serviceConfig({
+    service,
+    retry,
+    methods,
+    budget: options.retryBudget ?? DEFAULT_BUDGET,
+    loadBalancing: options.loadBalancing ?? "round_robin",
+  });
   const grpc = new GrpcClient(address, options.credentials ?? credentials.createInsecure(), {
-    ...(maxAttempts > 1 ? { "grpc.service_config": retryServiceConfig(service, Math.min(maxAttempts, 5)) } : { "grpc.enable_retries": 0 }),
+    "grpc.service_config": config,
+    // Ours is the policy: a DNS TXT record does not replace it (and is not looked up).
+    "grpc.service_config_disable_resolution": 1,
     ...options.channelOptions,
   });
 
@@ -133,7 +154,18 @@ export function createClient<S extends DescService>(service: S, address: string,
   for (const m of service.methods) {
     const d = grpcMethodDefinition(m);
     // Resolved once per method, so a call only adds to its series.
-    const interceptors = options.metrics ? [metricsInterceptor(options.metrics.method(m))] : undefined;
+    const stats = options.metrics?.method(m);
+    const hedging = methods[m.localName]?.hedging;
+    const interceptors = [
+      ...(stats ? [metricsInterceptor(stats, hedging)] : []),
+      throttleInterceptor({
+        throttle: options.breaker === false ? undefined : new AdaptiveThrottle(options.breaker),
+        rejected: stats?.rejected,
+        path: methodPath(m),
+        dependency: address,
+        log: options.log,
+      }),
+    ];
     if (m.methodKind === "unary") {
       client[m.localName] = (request: object, callOptions: CallOptions = {}) =>
         new Promise<Message>((resolve, reject) => {

@@ -123,12 +123,17 @@ export class App {
     this.#chain.prepend(...interceptors);
   }
 
-  /** A typed client of another service that forwards this service's trace and debug headers, counted in `grpc_client_*`. */
-  createClient<S extends DescService>(service: S, address: string, options: ClientOptions = {}): Client<S> {
+  /**
+   * A typed client of another service that forwards this service's trace and debug headers, counted in
+   * `grpc_client_*`, its breaker logging to the service's log. `options` sets retries, hedging, the retry budget,
+   * the breaker and balancing (see `ClientOptions`).
+   */
+  createClient<S extends DescService>(service: S, address: string, options: ClientOptions<S> = {}): Client<S> {
     return createClient(service, address, {
       traceHeader: this.config.TRACE_HEADER_NAME,
       debugHeader: this.config.DEBUG_LOG_HEADER_NAME,
       metrics: this.metrics?.clients,
+      log: this.log,
       ...options,
     });
   }
