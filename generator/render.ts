@@ -7,6 +7,7 @@ import nodePlop, { type NodePlopAPI } from "node-plop";
 import { shapeDeployFiles } from "./deploy.js";
 import { applyEnvVars, type Choices, publicVars, randomSecret, secretVars } from "./env-file.js";
 import { formatRepo } from "./format.js";
+import { type FrameworkDevManifest, isFrameworkDev, prunePackageJson, pruneLockfile, readManifest } from "./framework-dev.js";
 import type { Names } from "./names.js";
 import { replaceChoicesBlock } from "./readme-choices.js";
 import { RECORD_FILE, recordFor, stringifyRecord } from "./record.js";
@@ -37,17 +38,21 @@ const BENCH_BUILD = /^dist-[^/]*$/;
 function skipped(rel: string, isDir: boolean): boolean {
   const base = path.posix.basename(rel);
   if (isDir) return SKIP_DIRS.has(base) || SKIP_PATHS.has(rel) || BENCH_BUILD.test(rel);
-  return base === ".env" || base.endsWith(".tgz");
+  // .bench-baseline.json: the figures of the last `make bench` on this machine.
+  return base === ".env" || base === ".bench-baseline.json" || base.endsWith(".tgz");
 }
 
-/** Template files as forward-slash relative paths, sorted, with the skip list applied. */
-export function listTemplateFiles(templateDir: string): string[] {
+/**
+ * Template files as forward-slash relative paths, sorted, with the skip list applied and the framework's own
+ * development tooling (framework-dev.json) left out.
+ */
+export function listTemplateFiles(templateDir: string, manifest: FrameworkDevManifest = readManifest(templateDir)): string[] {
   const out: string[] = [];
   const walk = (rel: string) => {
     const entries = fs.readdirSync(path.join(templateDir, rel), { withFileTypes: true });
     for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
       const child = rel ? `${rel}/${e.name}` : e.name;
-      if (skipped(child, e.isDirectory())) continue;
+      if (skipped(child, e.isDirectory()) || isFrameworkDev(child, manifest, e.isDirectory())) continue;
       if (e.isDirectory()) walk(child);
       else if (e.isFile() || e.isSymbolicLink()) out.push(child);
     }
@@ -56,8 +61,16 @@ export function listTemplateFiles(templateDir: string): string[] {
   return out;
 }
 
+/** The template's text for a generated repo: package.json and its lockfile lose the framework's dev tooling. */
+function templateText(rel: string, text: string, manifest: FrameworkDevManifest): string {
+  if (rel === "package.json") return prunePackageJson(text, manifest);
+  if (rel === "package-lock.json") return pruneLockfile(text, manifest);
+  return text;
+}
+
 function copyTree(o: RenderOptions): number {
-  const files = listTemplateFiles(o.templateDir);
+  const manifest = readManifest(o.templateDir);
+  const files = listTemplateFiles(o.templateDir, manifest);
   for (const rel of files) {
     const src = path.join(o.templateDir, rel);
     const dest = path.join(o.targetDir, renamePath(rel, o.names));
@@ -70,7 +83,7 @@ function copyTree(o: RenderOptions): number {
     }
     const bytes = fs.readFileSync(src);
     // Binary (non-UTF-8) files are copied byte-for-byte.
-    const data = isUtf8(bytes) ? renameContent(rel, bytes.toString("utf8"), o.names) : bytes;
+    const data = isUtf8(bytes) ? renameContent(rel, templateText(rel, bytes.toString("utf8"), manifest), o.names) : bytes;
     fs.writeFileSync(dest, data);
     fs.chmodSync(dest, st.mode & 0o777); // keeps the executable bit (writeFile's mode only applies on create)
   }

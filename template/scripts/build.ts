@@ -5,7 +5,7 @@
 //
 //   node --import tsx scripts/build.ts [outdir=dist] [entry=src/main.ts]
 //
-// (bench/build.ts builds the framework's fixture service into dist-bench/ with it, for the benchmarks.)
+// (Where the framework is developed, its benchmarks build their fixture service into dist-bench/ with it.)
 import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
