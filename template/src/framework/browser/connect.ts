@@ -20,8 +20,10 @@ import type { Logger } from "pino";
 import { CallContext, runInContext } from "../call/context.js";
 import { grpcTimeoutWithinTimer, MAX_TIMER_MS } from "../call/deadline.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
+import { emptyRequestOf } from "../call/method.js";
+import { RequestStream } from "../call/request-stream.js";
 import { GrpcError } from "../call/status.js";
-import type { Call, MethodInfo } from "../call/types.js";
+import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
@@ -80,17 +82,28 @@ function contextFor(info: MethodInfo, hctx: HandlerContext, cancellation: Protoc
   return ctx;
 }
 
-/** The implementation Connect calls for one method: one entry into the method's chain per call. */
+/**
+ * The implementation Connect calls for one method: one entry into the method's chain per call. Client-streaming
+ * and bidi calls (HTTP/2, or client-streaming over HTTP/1.1) get Connect's request stream as `call.requests`.
+ */
 function implementation(method: BoundMethod, path: string) {
   const { info, invoke } = method;
-  const enter = (request: Message, hctx: HandlerContext) => {
+  const manyRequests = streamsRequests(info.kind);
+  const enter = (input: Message | AsyncIterable<Message>, hctx: HandlerContext) => {
     const cancellation = new ProtocolCancellation(hctx.signal);
     const ctx = contextFor(info, hctx, cancellation, path);
-    const call: Call = { method: info, ctx, request };
+    const call: Call = manyRequests
+      ? {
+          method: info,
+          ctx,
+          request: emptyRequestOf(info),
+          requests: new RequestStream((input as AsyncIterable<Message>)[Symbol.asyncIterator]()),
+        }
+      : { method: info, ctx, request: input as Message };
     return { ctx, cancellation, result: runInContext(ctx, () => invoke(call)) };
   };
-  if (info.kind === "unary") {
-    return async (request: Message, hctx: HandlerContext): Promise<Message> => {
+  if (!streamsResponses(info.kind)) {
+    return async (request: Message | AsyncIterable<Message>, hctx: HandlerContext): Promise<Message> => {
       const { ctx, cancellation, result } = enter(request, hctx);
       try {
         const answer = await result;
@@ -105,7 +118,7 @@ function implementation(method: BoundMethod, path: string) {
       }
     };
   }
-  return async function* (request: Message, hctx: HandlerContext): AsyncGenerator<Message> {
+  return async function* (request: Message | AsyncIterable<Message>, hctx: HandlerContext): AsyncGenerator<Message> {
     const { ctx, cancellation, result } = enter(request, hctx);
     let it: AsyncIterator<Message> | undefined;
     let headerSent = false;
@@ -159,8 +172,10 @@ function clampTimeouts(headers: IncomingHttpHeaders): void {
  *
  * Each procedure is a fastify route whose onRequest hook hands the raw request to Connect before
  * fastify reads the body: the global hooks (CORS) have run, and their headers are carried over.
- * Client- and bidi-streaming methods are not served here: browsers cannot stream a request body,
- * they use the WebSocket route. Returns the HTTP methods served at a path, for CORS preflights.
+ * Every method kind is served: client-streaming and bidi to clients that stream a request body (Node's
+ * connect-node over HTTP/2; bidi needs HTTP/2, and Connect answers 505 over HTTP/1.1). Browsers cannot
+ * stream a request body: they use the WebSocket route. Returns the HTTP methods served at a path, for CORS
+ * preflights.
  */
 export function registerBrowserProtocols(app: FastifyInstance, options: BrowserProtocolOptions): (path: string) => string[] {
   const router = createConnectRouter({
@@ -173,7 +188,6 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
     jsonOptions: { ignoreUnknownFields: true },
   });
   for (const method of options.methods) {
-    if (method.info.kind !== "unary" && method.info.kind !== "server_streaming") continue;
     router.rpc(method.info.desc as never, implementation(method, method.info.path) as never);
   }
   const unary = new Map(options.methods.filter((m) => m.info.kind === "unary").map((m) => [m.info.path, m]));

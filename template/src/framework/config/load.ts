@@ -69,6 +69,10 @@ function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
     problems.push("JWT_JWKS_URL: set it or JWT_OIDC_ISSUER, not both (the issuer's discovery document names its key set)");
   if (c.JWT_OIDC_ISSUER !== undefined && c.JWT_ISSUER !== undefined && c.JWT_ISSUER !== c.JWT_OIDC_ISSUER)
     problems.push("JWT_ISSUER: differs from JWT_OIDC_ISSUER, whose tokens must carry it as `iss`: leave JWT_ISSUER unset");
+  if ((c.HTTP_TLS_CERT_FILE === undefined) !== (c.HTTP_TLS_KEY_FILE === undefined)) {
+    const missing = c.HTTP_TLS_CERT_FILE === undefined ? "HTTP_TLS_CERT_FILE" : "HTTP_TLS_KEY_FILE";
+    problems.push(`${missing}: must be set together with ${missing === "HTTP_TLS_CERT_FILE" ? "HTTP_TLS_KEY_FILE" : "HTTP_TLS_CERT_FILE"}`);
+  }
   if (!failed.has("CORS_ALLOWED_ORIGINS") && !failed.has("CORS_ALLOW_CREDENTIALS") && c.CORS_ALLOW_CREDENTIALS) {
     // Browsers refuse credentialed responses to `*`; echoing any Origin instead would let every site act as the user.
     if (c.CORS_ALLOWED_ORIGINS.includes("*"))

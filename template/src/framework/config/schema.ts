@@ -45,6 +45,12 @@ export const settings = {
   DISABLE_GRPC_REFLECTION: setting(p.boolean, false, "Turns off gRPC server reflection"),
   GRPC_TLS_CERT_FILE: setting(optional(p.string), undefined, "PEM certificate for gRPC TLS (with GRPC_TLS_KEY_FILE)"),
   GRPC_TLS_KEY_FILE: setting(optional(p.string), undefined, "PEM private key for gRPC TLS (with GRPC_TLS_CERT_FILE)"),
+  HTTP_TLS_CERT_FILE: setting(
+    optional(p.string),
+    undefined,
+    "PEM certificate for TLS on the HTTP port, HTTP/2 and HTTP/1.1 by ALPN (with HTTP_TLS_KEY_FILE)",
+  ),
+  HTTP_TLS_KEY_FILE: setting(optional(p.string), undefined, "PEM private key for TLS on the HTTP port (with HTTP_TLS_CERT_FILE)"),
   GATEWAY_MODE: setting(
     optional(p.oneOf("tcp", "unix", "in-process")),
     undefined,

@@ -28,7 +28,7 @@ import { routeGrpcJsLogs } from "../server/grpc-js-logs.js";
 import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
 import { createHttpServer } from "../server/http-server.js";
 import { bindMethods } from "../server/methods.js";
-import { loadGrpcTls } from "../server/tls.js";
+import { loadGrpcTls, loadHttpTls } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import { Workers } from "../workers/supervisor.js";
@@ -158,6 +158,7 @@ export class App {
     // TLS files are read before preStart, so a bad file fails start-up before anything is opened.
     const tls = loadGrpcTls(config, localHost);
     this.#fetchKeys();
+    const httpTls = loadHttpTls(config);
     try {
       await this.#hooks("preStart", this);
     } catch (err) {
@@ -184,7 +185,7 @@ export class App {
         this.log.info({ removed: this.#socket.replaced }, "removed the gateway sockets of killed processes");
     }
 
-    const http = await createHttpServer(config);
+    const http = await createHttpServer(config, { http2: true, tls: httpTls });
     this.#http = http;
     // Before any route, so it covers them all; the route tables it asks are filled in below.
     const cors = new CorsPolicy(corsSettings(config));
@@ -261,6 +262,7 @@ export class App {
       this.readiness.setReady();
       const host = localHost;
       const urls = serviceUrls(config, host, { grpc: grpcPort, http: httpPort, admin: adminPort });
+      const scheme = httpTls ? "https" : "http";
       this.log.info(
         {
           ...urls,
@@ -269,6 +271,7 @@ export class App {
           adminPort,
           gatewayMode: mode,
           grpcTls: tls !== undefined,
+          httpTls: httpTls !== undefined,
           startup_ms: Math.round(performance.now()),
         },
         "ready",
@@ -277,7 +280,7 @@ export class App {
       return {
         grpcPort,
         httpPort,
-        httpUrl: `http://${host}:${httpPort}`,
+        httpUrl: `${scheme}://${host}:${httpPort}`,
         adminUrl: adminPort === undefined ? undefined : `http://${host}:${adminPort}`,
       };
     } catch (err) {

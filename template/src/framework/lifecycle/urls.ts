@@ -16,7 +16,7 @@ export interface ServiceUrls {
  */
 export function serviceUrls(config: Config, host: string, ports: { grpc: number; http: number; admin: number | undefined }): ServiceUrls {
   const h = host.includes(":") ? `[${host}]` : host;
-  const rest = `http://${h}:${ports.http}`;
+  const rest = `${config.HTTP_TLS_CERT_FILE === undefined ? "http" : "https"}://${h}:${ports.http}`;
   const ops = ports.admin === undefined ? rest : `http://${h}:${ports.admin}`;
   const urls: ServiceUrls = { rest, grpc: `${h}:${ports.grpc}`, swaggerUi: `${ops}/swagger/` };
   if (!config.DISABLE_PROMETHEUS) urls.metrics = `${ops}/metrics`;

@@ -15,6 +15,7 @@ import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
+import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
@@ -79,9 +80,14 @@ const closingServers = new WeakSet<Server>();
  * UNAVAILABLE in our JSON shape, and Connection: close so the client retries on another connection (another
  * pod). fastify's return503OnClosing would answer the same with a body of its own.
  */
-function refuseWhileClosing(res: ServerResponse): void {
+function refuseWhileClosing(req: IncomingMessage, res: ServerResponse): void {
   const body = statusJson(Code.UNAVAILABLE, "server is shutting down", []);
-  res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+  // HTTP/2 has no Connection header: its connections get a GOAWAY instead (closeHttp2Side).
+  const headers =
+    req.httpVersionMajor === 2
+      ? { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+      : { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" };
+  res.writeHead(503, headers).end(body);
 }
 
 /** A request whose `Expect` is not `100-continue` (the only expectation HTTP/1.1 defines): 417, then close (its body is unread). */
@@ -90,28 +96,50 @@ function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
   res.writeHead(417, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
 }
 
+/** How the HTTP port speaks: HTTP/1.1 and HTTP/2 (cleartext, or TLS with ALPN). The admin port speaks HTTP/1.1 only. */
+export interface HttpVersions {
+  http2: boolean;
+  tls?: HttpTlsFiles | undefined;
+}
+
 /**
- * The HTTP/1.1 server under fastify, with the limits above. An HTTP/1.1 request without Host is a JSON
- * 400 here (Node's own check answers with no body).
+ * The server under fastify, with the limits above: Node's HTTP/1.1 server, and with `versions.http2` an HTTP/2
+ * server beside it on the same listener (http-versions.ts), both calling fastify's handler. An HTTP/1.1
+ * request without Host is a JSON 400 here (Node's own check answers with no body).
  */
-function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse) => void, versions: HttpVersions): Server {
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
+    if (closingServers.has(server)) {
+      refuseWhileClosing(req, res);
+      return;
+    }
+    // Here rather than in a second "request" listener: an emitter with two listeners copies its list on every emit.
+    requestless.delete(req.socket);
+    joinRepeatedAuthorization(req.headers, req.rawHeaders);
+    if (req.headers.host === undefined && req.httpVersion === "1.1") {
+      const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
+      res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
+      return;
+    }
+    handler(req, res);
+  };
   const server: Server = createServer(
     { headersTimeout: HTTP_LIMITS.headersTimeoutMs, maxHeaderSize: HTTP_LIMITS.maxHeaderSize, requireHostHeader: false },
-    (req, res) => {
-      if (closingServers.has(server)) return refuseWhileClosing(res);
-      // Here rather than in a second "request" listener: an emitter with two listeners copies its list on every emit.
-      requestlessSockets.get(server)?.delete(req.socket);
-      joinRepeatedAuthorization(req.headers, req.rawHeaders);
-      if (req.headers.host === undefined && req.httpVersion === "1.1") {
-        const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
-        res
-          .writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" })
-          .end(body);
-        return;
-      }
-      handler(req, res);
-    },
+    serve,
   );
+  // Connections that have not sent a whole request yet: see closeRequestlessConnectionsOnClose.
+  const requestless = new Set<Socket>();
+  requestlessSockets.set(server, requestless);
+  const track = (socket: Socket): void => {
+    if (closingServers.has(server)) {
+      socket.destroy();
+      return;
+    }
+    requestless.add(socket);
+    socket.once("close", () => requestless.delete(socket));
+  };
+  if (versions.http2) http2Sides.set(server, serveBothVersions(server, serve, { tls: versions.tls, http1: track }));
+  else server.on("connection", track);
   // Node answers an Expect other than 100-continue with a bare 417 unless someone listens; ours has the JSON body.
   server.on("checkExpectation", refuseExpectation);
   server.requestTimeout = HTTP_LIMITS.requestTimeoutMs;
@@ -120,31 +148,31 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
   return server;
 }
 
+/** The HTTP/2 side of each HTTP port's server (SINGLE_PORT reroutes its connections). */
+const http2Sides = new WeakMap<Server, Http2Side>();
+
+/** The HTTP/2 side of a server made with `http2: true`. */
+export function http2SideOf(app: FastifyInstance): Http2Side | undefined {
+  return http2Sides.get(app.server);
+}
+
 /**
  * Closes, when the server closes, every connection that has not sent a whole request yet: a client's
  * spare keep-alive socket, a health checker's pre-opened one, a stalled upload of headers. Node's
  * closeIdleConnections() leaves these open and its header-timeout sweep stops at close, so one such socket
  * would hold the close, and the shutdown, until the budget runs out. A request not yet received is not in
- * flight: nothing accepted is lost.
+ * flight: nothing accepted is lost. HTTP/2 connections get a GOAWAY: their open streams finish, new ones go
+ * elsewhere.
  */
 function closeRequestlessConnectionsOnClose(app: FastifyInstance): void {
-  const requestless = new Set<Socket>();
-  requestlessSockets.set(app.server, requestless);
-  let closing = false;
-  app.server.on("connection", (socket: Socket) => {
-    if (closing) {
-      socket.destroy();
-      return;
-    }
-    requestless.add(socket);
-    socket.once("close", () => requestless.delete(socket));
-  });
   // A request takes its socket off the list in createLimitedServer's handler.
   // preClose runs right before fastify closes the listener.
   app.addHook("preClose", (done) => {
-    closing = true;
-    for (const socket of requestless) socket.destroy();
-    requestless.clear();
+    const requestless = requestlessSockets.get(app.server);
+    for (const socket of requestless ?? []) socket.destroy();
+    requestless?.clear();
+    const side = http2Sides.get(app.server);
+    if (side) closeHttp2Side(side);
     done();
   });
 }
@@ -246,11 +274,11 @@ function sendFastifyError(err: FastifyError, reply: FastifyReply): FastifyReply 
  * event streams; DISABLE_HTTP_COMPRESSION=true turns it off). Routes added after this
  * resolves are covered.
  */
-export async function createHttpServer(config: Config): Promise<FastifyInstance> {
+export async function createHttpServer(config: Config, versions: HttpVersions = { http2: false }): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     bodyLimit: config.GRPC_MAX_RECV_MSG_SIZE,
-    serverFactory: createLimitedServer,
+    serverFactory: (handler) => createLimitedServer(handler, versions),
     routerOptions: { maxParamLength: HTTP_LIMITS.maxParamLength },
     clientErrorHandler: onClientError,
     return503OnClosing: false, // refuseWhileClosing answers instead, in our JSON shape

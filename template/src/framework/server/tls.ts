@@ -38,6 +38,29 @@ export function targetNameOverride(cert: X509Certificate, host: string): string 
   return /(?:^|\n)CN=([^\n]+)/.exec(cert.subject)?.[1];
 }
 
+/** A certificate and its key, read and checked: a message names `certVar` or `keyVar` when one is wrong. */
+function readPair(
+  certVar: string,
+  certPath: string,
+  keyVar: string,
+  keyPath: string,
+): { cert: Buffer; key: Buffer; leaf: X509Certificate } {
+  const cert = read(certVar, certPath);
+  const key = read(keyVar, keyPath);
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(cert);
+  } catch (err) {
+    throw new Error(`${certVar}: ${certPath} is not a PEM certificate: ${(err as Error).message}`);
+  }
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    throw new Error(`${keyVar}: ${keyPath} is not a PEM private key matching ${certVar}: ${(err as Error).message}`);
+  }
+  return { cert, key, leaf };
+}
+
 /**
  * Reads GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE at start-up (undefined when unset). An unreadable file,
  * a file that is not PEM, or a key that does not match the certificate fails with a message naming the variables.
@@ -47,25 +70,18 @@ export function loadGrpcTls(
   gatewayHost = "127.0.0.1",
 ): GrpcTls | undefined {
   if (config.GRPC_TLS_CERT_FILE === undefined || config.GRPC_TLS_KEY_FILE === undefined) return undefined;
-  const cert = read("GRPC_TLS_CERT_FILE", config.GRPC_TLS_CERT_FILE);
-  const key = read("GRPC_TLS_KEY_FILE", config.GRPC_TLS_KEY_FILE);
-  let leaf: X509Certificate;
-  try {
-    leaf = new X509Certificate(cert);
-  } catch (err) {
-    throw new Error(`GRPC_TLS_CERT_FILE: ${config.GRPC_TLS_CERT_FILE} is not a PEM certificate: ${(err as Error).message}`);
-  }
-  try {
-    createSecureContext({ cert, key });
-  } catch (err) {
-    throw new Error(
-      `GRPC_TLS_KEY_FILE: ${config.GRPC_TLS_KEY_FILE} is not a PEM private key matching GRPC_TLS_CERT_FILE: ${(err as Error).message}`,
-    );
-  }
+  const { cert, key, leaf } = readPair("GRPC_TLS_CERT_FILE", config.GRPC_TLS_CERT_FILE, "GRPC_TLS_KEY_FILE", config.GRPC_TLS_KEY_FILE);
   // The certificate file is the only trust root; a partial chain (Node ≥ 20.18) lets a CA-issued leaf be trusted as itself.
   const context = createSecureContext({ ca: cert, allowPartialTrustChain: true });
   return {
     server: ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false),
     gateway: { secureContext: context, serverName: targetNameOverride(leaf, gatewayHost) },
   };
+}
+
+/** Reads HTTP_TLS_CERT_FILE and HTTP_TLS_KEY_FILE at start-up (undefined when unset), checked as loadGrpcTls checks its pair. */
+export function loadHttpTls(config: Pick<Config, "HTTP_TLS_CERT_FILE" | "HTTP_TLS_KEY_FILE">): { cert: Buffer; key: Buffer } | undefined {
+  if (config.HTTP_TLS_CERT_FILE === undefined || config.HTTP_TLS_KEY_FILE === undefined) return undefined;
+  const { cert, key } = readPair("HTTP_TLS_CERT_FILE", config.HTTP_TLS_CERT_FILE, "HTTP_TLS_KEY_FILE", config.HTTP_TLS_KEY_FILE);
+  return { cert, key };
 }

@@ -1,0 +1,171 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
+import type { Socket } from "node:net";
+import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+
+/** What every HTTP/2 connection sends first (RFC 9113 §3.4); an HTTP/1.x request line never starts so. */
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/** Limits of HTTP/2 on the HTTP port, beside HTTP_LIMITS (HTTP/1.1). */
+export const HTTP2_LIMITS = {
+  /** Concurrent requests per connection (more are refused with REFUSED_STREAM until one ends). */
+  maxConcurrentStreams: 100,
+  /** nghttp2's memory budget per connection in MB; beyond it new streams are refused (ENHANCE_YOUR_CALM). */
+  maxSessionMemoryMb: 10,
+  /** Request headers in bytes, as HTTP_LIMITS.maxHeaderSize for HTTP/1.1. */
+  maxHeaderListSize: 16_384,
+  /** A connection with no stream open this long is closed (GOAWAY), as HTTP/1.1's keep-alive timeout. */
+  idleTimeoutMs: 72_000,
+  /** A connection must send its first bytes (or finish its TLS handshake) within this, else it is closed. */
+  firstBytesTimeoutMs: 10_000,
+} as const;
+
+/** The certificate and key of TLS on the HTTP port (HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE). */
+export interface HttpTlsFiles {
+  cert: Buffer;
+  key: Buffer;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * The HTTP/2 side of the HTTP port. Its connections go to `server` unless `serveConnection` is replaced
+ * (SINGLE_PORT gives them to grpc-js, which hands the streams that are not gRPC back to `server`).
+ */
+export interface Http2Side {
+  /** Serves HTTP/2 requests with the same handler as HTTP/1.1 (Node's compatibility API). */
+  readonly server: Http2Server;
+  /** Takes an HTTP/2 connection (cleartext past the preface check, or TLS with ALPN h2). */
+  serveConnection: (socket: Socket | TLSSocket) => void;
+  /** Open HTTP/2 connections of the port, whoever serves them: closing sends each a GOAWAY. */
+  readonly sessions: Set<ServerHttp2Session>;
+  /** Connections whose version is not known yet (no bytes yet, or mid-handshake): closing destroys them. */
+  readonly pending: Set<Socket>;
+  /** Set by closeHttp2Side: new connections are refused. */
+  closing: boolean;
+}
+
+/**
+ * Makes an HTTP/1.1 server's port speak HTTP/2 too. Node's http2 `allowHTTP1` works only with TLS, so without
+ * TLS the first bytes of each connection tell the versions apart: the HTTP/2 preface goes to an HTTP/2 server,
+ * anything else to the HTTP/1.1 server's own connection handling (the bytes read are put back first). With
+ * `tls`, the handshake's ALPN (h2, http/1.1) decides instead. The HTTP/1.1 server keeps listening, closing and
+ * its timeouts; `http1` is told of each connection it takes (after TLS, the TLS socket).
+ */
+export function serveBothVersions(
+  server: Server,
+  handler: Handler,
+  options: { tls?: HttpTlsFiles | undefined; http1: (socket: Socket) => void },
+): Http2Side {
+  const [http1Listener] = server.listeners("connection") as ((socket: Socket) => void)[];
+  if (server.listenerCount("connection") !== 1 || !http1Listener) throw new Error("the HTTP/1.1 server has no single connection listener");
+  server.removeListener("connection", http1Listener);
+  const toHttp1 = (socket: Socket): void => {
+    options.http1(socket);
+    http1Listener.call(server, socket);
+  };
+  const http2 = createHttp2Server(
+    {
+      maxSessionMemory: HTTP2_LIMITS.maxSessionMemoryMb,
+      settings: { maxConcurrentStreams: HTTP2_LIMITS.maxConcurrentStreams, maxHeaderListSize: HTTP2_LIMITS.maxHeaderListSize },
+    },
+    handler as unknown as Parameters<typeof createHttp2Server>[1],
+  );
+  const side: Http2Side = {
+    server: http2,
+    serveConnection: (socket) => http2.emit("connection", socket),
+    sessions: new Set(),
+    pending: new Set(),
+    closing: false,
+  };
+  http2.on("session", (session: ServerHttp2Session) => trackSession(side, session));
+  const { pending } = side;
+  const settled = (socket: Socket): void => {
+    pending.delete(socket);
+    socket.setTimeout(0);
+    socket.removeListener("timeout", onTimeout);
+    socket.removeListener("error", onPendingError);
+  };
+  if (options.tls) {
+    const tls = createTlsServer({
+      cert: options.tls.cert,
+      key: options.tls.key,
+      ALPNProtocols: ["h2", "http/1.1"],
+      handshakeTimeout: HTTP2_LIMITS.firstBytesTimeoutMs,
+    });
+    tls.on("secureConnection", (socket: TLSSocket) => {
+      const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
+      if (raw) pending.delete(raw);
+      if (socket.alpnProtocol === "h2") side.serveConnection(socket);
+      else toHttp1(socket); // http/1.1, or a client without ALPN
+    });
+    // A failed handshake (bad client, timeout): the TLS server has destroyed the socket already.
+    tls.on("tlsClientError", () => {});
+    server.on("connection", (socket: Socket) => {
+      if (side.closing) {
+        socket.destroy();
+        return;
+      }
+      pending.add(socket);
+      socket.once("close", () => pending.delete(socket));
+      tls.emit("connection", socket);
+    });
+  } else {
+    server.on("connection", (socket: Socket) => {
+      if (side.closing) {
+        socket.destroy();
+        return;
+      }
+      pending.add(socket);
+      socket.once("close", () => pending.delete(socket));
+      socket.setTimeout(HTTP2_LIMITS.firstBytesTimeoutMs);
+      socket.once("timeout", onTimeout);
+      socket.on("error", onPendingError);
+      let seen: Buffer | undefined;
+      const onData = (chunk: Buffer): void => {
+        const data = seen ? Buffer.concat([seen, chunk]) : chunk;
+        const n = Math.min(data.length, PREFACE.length);
+        const h2 = data.compare(PREFACE, 0, n, 0, n) === 0;
+        if (h2 && n < PREFACE.length) {
+          seen = data; // a prefix of the preface so far
+          return;
+        }
+        socket.removeListener("data", onData);
+        settled(socket);
+        socket.pause();
+        socket.unshift(data);
+        if (h2) side.serveConnection(socket);
+        else {
+          toHttp1(socket);
+          socket.resume();
+        }
+      };
+      socket.on("data", onData);
+    });
+  }
+  return side;
+}
+
+function onTimeout(this: Socket): void {
+  this.destroy();
+}
+
+function onPendingError(this: Socket): void {
+  this.destroy();
+}
+
+/** Keeps an HTTP/2 connection in `side.sessions` while open, closing it (GOAWAY) once idle for idleTimeoutMs. */
+export function trackSession(side: Http2Side, session: ServerHttp2Session): void {
+  if (side.closing) session.close();
+  side.sessions.add(session);
+  session.once("close", () => side.sessions.delete(session));
+  session.setTimeout(HTTP2_LIMITS.idleTimeoutMs, () => session.close());
+}
+
+/** Closing: connections not yet sorted are destroyed, HTTP/2 ones get a GOAWAY (their open streams finish). */
+export function closeHttp2Side(side: Http2Side): void {
+  side.closing = true;
+  for (const socket of side.pending) socket.destroy();
+  side.pending.clear();
+  for (const session of side.sessions) session.close();
+}
