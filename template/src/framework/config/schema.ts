@@ -25,6 +25,11 @@ export const settings = {
   LISTEN_HOST: setting(p.string, "0.0.0.0", "Address every listener binds"),
   GRPC_PORT: setting(p.port, 9090, "gRPC port (0 picks a free port)"),
   HTTP_PORT: setting(p.port, 9091, "HTTP port: gateway, /healthcheck, /readycheck (0 picks a free port)"),
+  SINGLE_PORT: setting(
+    p.boolean,
+    false,
+    "Serves gRPC on the HTTP port too: gRPC, gRPC-Web, Connect, REST and WebSocket on one listener (the gRPC port still listens)",
+  ),
   ADMIN_PORT: setting(optional(p.port), undefined, "Moves /metrics, /swagger/ and /debug/pprof/ to this port"),
   LOG_LEVEL: setting(p.oneOf("debug", "info", "warn", "error"), "info", "Global log level"),
   LOG_FORMAT: setting(p.oneOf("json", "pretty"), "json", "json for machines, pretty for humans (make run)"),

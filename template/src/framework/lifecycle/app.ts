@@ -25,8 +25,9 @@ import { grpcMetrics } from "../interceptors/metrics.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { routeGrpcJsLogs } from "../server/grpc-js-logs.js";
-import { createGrpcServer, listenGrpc, listenProblem, stopGrpc } from "../server/grpc-server.js";
-import { createHttpServer } from "../server/http-server.js";
+import { createGrpcServer, listenGrpc, listenProblem, singlePortInjector, stopGrpc } from "../server/grpc-server.js";
+import { createHttpServer, http2SideOf } from "../server/http-server.js";
+import { trackSession } from "../server/http-versions.js";
 import { bindMethods } from "../server/methods.js";
 import { loadGrpcTls, loadHttpTls } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
@@ -187,6 +188,7 @@ export class App {
 
     const http = await createHttpServer(config, { http2: true, tls: httpTls });
     this.#http = http;
+    if (config.SINGLE_PORT) serveGrpcOnHttpPort(this.#grpc, http);
     // Before any route, so it covers them all; the route tables it asks are filled in below.
     const cors = new CorsPolicy(corsSettings(config));
     const preflight: ((path: string) => readonly string[])[] = [];
@@ -410,6 +412,21 @@ export class App {
       if (hook) await hook.apply(service, args);
     }
   }
+}
+
+/**
+ * SINGLE_PORT: the HTTP port's HTTP/2 connections go to the gRPC server, which serves their gRPC streams and hands
+ * every other stream back to the HTTP port's HTTP/2 handling (grpc-server.ts, singlePortInjector).
+ */
+function serveGrpcOnHttpPort(grpc: Server, http: FastifyInstance): void {
+  const side = http2SideOf(http);
+  if (!side) throw new Error("SINGLE_PORT: the HTTP server does not speak HTTP/2");
+  const injector = singlePortInjector(
+    grpc,
+    (stream, headers, flags, rawHeaders) => side.server.emit("stream", stream, headers, flags, rawHeaders),
+    (session) => trackSession(side, session, false),
+  );
+  side.serveConnection = (socket) => injector.injectConnection(socket);
 }
 
 async function listenHttp(server: FastifyInstance, host: string, port: number, name: string, variable: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { type Http2Server, constants as http2Constants, type ServerHttp2Session } from "node:http2";
+import { type Http2Server, constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { ServedService } from "../call/handlers.js";
@@ -70,6 +70,12 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
 
 type Http2ServerFactory = (credentials: ServerCredentials) => Http2Server;
 
+/** A 'stream' listener of an HTTP/2 server (Node passes the raw header list as a fourth argument its types leave out). */
+export type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
+
+/** What singlePortInjector's next HTTP/2 server does besides gRPC; set only while grpc-js makes it. */
+let sharing: { others: StreamListener; onSession: (session: ServerHttp2Session) => void } | undefined;
+
 /** Each server's open HTTP/2 connections, which stopGrpc resets when it must stop at once. */
 const connections = new WeakMap<Server, Set<ServerHttp2Session>>();
 
@@ -101,6 +107,7 @@ function wrapHttp2Servers(server: Server): void {
   connections.set(server, open);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
+    if (sharing) shareWithHttp(http2Server, sharing.others, sharing.onSession);
     guardRequestHeaders(http2Server);
     http2Server.on("session", (session: ServerHttp2Session) => {
       open.add(session);
@@ -108,6 +115,43 @@ function wrapHttp2Servers(server: Server): void {
     });
     return http2Server;
   };
+}
+
+/**
+ * gRPC on the HTTP port (SINGLE_PORT): grpc-js's connection injector takes the port's HTTP/2 connections, and on
+ * each connection a stream whose content type is not gRPC's (gRPC-Web, Connect, REST, the operational routes) goes
+ * to `others`, the HTTP port's own HTTP/2 handling: one connection may carry both. grpc-js serves whole connections
+ * only, so its 'stream' listener is swapped for one that looks at the content type first.
+ */
+export function singlePortInjector(
+  server: Server,
+  others: StreamListener,
+  onSession: (session: ServerHttp2Session) => void,
+): ReturnType<Server["createConnectionInjector"]> {
+  if (!canWrapHttp2Servers(server as object)) throw new Error("SINGLE_PORT: this grpc-js release makes its HTTP/2 servers otherwise");
+  sharing = { others, onSession };
+  try {
+    return server.createConnectionInjector(ServerCredentials.createInsecure());
+  } finally {
+    sharing = undefined;
+  }
+}
+
+/** `application/grpc` and `application/grpc+<codec>` (not `application/grpc-web…`): gRPC's content types. */
+export function isGrpcContentType(type: string | undefined): boolean {
+  return type?.startsWith("application/grpc") === true && (type.length === 16 || type[16] === "+" || type[16] === ";");
+}
+
+function shareWithHttp(http2Server: Http2Server, others: StreamListener, onSession: (session: ServerHttp2Session) => void): void {
+  const listeners = http2Server.listeners("stream") as StreamListener[];
+  const grpc = listeners.at(-1); // grpc-js's, which it has just added
+  if (listeners.length !== 1 || !grpc) throw new Error("SINGLE_PORT: grpc-js's HTTP/2 server has no single stream listener");
+  http2Server.removeListener("stream", grpc);
+  http2Server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (isGrpcContentType(headers["content-type"])) grpc(stream, headers, flags, rawHeaders);
+    else others(stream, headers, flags, rawHeaders);
+  });
+  http2Server.on("session", onSession);
 }
 
 /**

@@ -154,12 +154,15 @@ function onPendingError(this: Socket): void {
   this.destroy();
 }
 
-/** Keeps an HTTP/2 connection in `side.sessions` while open, closing it (GOAWAY) once idle for idleTimeoutMs. */
-export function trackSession(side: Http2Side, session: ServerHttp2Session): void {
+/**
+ * Keeps an HTTP/2 connection in `side.sessions` while open, closing it (GOAWAY) once idle for idleTimeoutMs unless
+ * `idle` is false (gRPC's connections on the single port: grpc-js's keepalive settings govern them, as on the gRPC port).
+ */
+export function trackSession(side: Http2Side, session: ServerHttp2Session, idle = true): void {
   if (side.closing) session.close();
   side.sessions.add(session);
   session.once("close", () => side.sessions.delete(session));
-  session.setTimeout(HTTP2_LIMITS.idleTimeoutMs, () => session.close());
+  if (idle) session.setTimeout(HTTP2_LIMITS.idleTimeoutMs, () => session.close());
 }
 
 /** Closing: connections not yet sorted are destroyed, HTTP/2 ones get a GOAWAY (their open streams finish). */

@@ -1,0 +1,140 @@
+/**
+ * SINGLE_PORT=true (SPEC §4.16): gRPC on the HTTP port too. A grpc-js client, `buf curl --protocol grpc` (which
+ * learns the API by reflection), a connect-node client over HTTP/2, curl (REST over HTTP/1.1 and HTTP/2), SSE and
+ * a WebSocket all call the one port, each call entering the chain once: one "response time" line and one count in
+ * grpc_server_handled_total per call.
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import { createClient as createConnectClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
+import { createClient } from "../../src/framework/client/client.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
+import { exampleService } from "../../src/service/example-service.js";
+import { bufCurl } from "./support/buf-curl.js";
+import { handled } from "./support/metrics.js";
+import { waitFor } from "./support/wait.js";
+
+const run = promisify(execFile);
+
+const ECHO = "/example.v1.ExampleService/Echo";
+const COUNTDOWN = "/example.v1.ExampleService/Countdown";
+
+describe("SINGLE_PORT=true: every protocol on the HTTP port", () => {
+  let server: TestServer;
+  let port: string;
+  before(async () => {
+    server = await startTestServer([exampleService], { SINGLE_PORT: "true" });
+    port = new URL(server.httpUrl).port;
+  });
+  after(() => server.close());
+
+  const lines = (method: string) => server.logs.filter((l) => l.msg === "response time" && l.grpcMethod === method).length;
+
+  /** Runs `call` and checks it entered the chain exactly once: one more log line and one more count for `method`. */
+  async function once(method: string, call: () => Promise<unknown>): Promise<void> {
+    const logged = lines(method);
+    const counted = await handled(server, method.slice(method.lastIndexOf("/") + 1), "OK");
+    await call();
+    await waitFor(() => (lines(method) > logged ? true : undefined));
+    assert.equal(lines(method), logged + 1, `${method}: log lines`);
+    assert.equal(await handled(server, method.slice(method.lastIndexOf("/") + 1), "OK"), counted + 1, `${method}: handled count`);
+  }
+
+  test("a grpc-js client calls unary and server streaming on the HTTP port", async () => {
+    const client = createClient(ExampleService, `127.0.0.1:${port}`, { maxAttempts: 1 });
+    try {
+      await once(ECHO, async () => assert.equal((await client.echo({ message: "grpc-js" })).message, "grpc-js"));
+      await once(COUNTDOWN, async () => {
+        const seen: number[] = [];
+        for await (const m of client.countdown({ from: 2 })) seen.push(m.remaining);
+        assert.deepEqual(seen, [2, 1]);
+      });
+    } finally {
+      client.close();
+    }
+  });
+
+  test("buf curl --protocol grpc finds the API by reflection on the HTTP port and calls Echo", async () => {
+    await once(ECHO, async () => {
+      const out = await bufCurl("-d", '{"message":"buf"}', `http://127.0.0.1:${port}${ECHO}`);
+      assert.equal((JSON.parse(out) as { message: string }).message, "buf");
+    });
+  });
+
+  test("the gRPC health service answers on the HTTP port", async () => {
+    const out = await bufCurl("-d", '{"service":""}', `http://127.0.0.1:${port}/grpc.health.v1.Health/Check`);
+    assert.equal((JSON.parse(out) as { status: string }).status, "SERVING");
+  });
+
+  test("connect-node over HTTP/2 (Connect and gRPC-Web) shares the port with gRPC", async () => {
+    for (const transport of [createConnectTransport, createGrpcWebTransport]) {
+      const client = createConnectClient(ExampleService, transport({ baseUrl: server.httpUrl, httpVersion: "2" }));
+      await once(ECHO, async () => assert.equal((await client.echo({ message: "connect" })).message, "connect"));
+    }
+  });
+
+  test("curl calls REST over HTTP/1.1 and HTTP/2 (prior knowledge)", async () => {
+    for (const version of ["--http1.1", "--http2-prior-knowledge"]) {
+      await once(ECHO, async () => {
+        const { stdout } = await run("curl", [
+          "-sS",
+          version,
+          "-H",
+          "content-type: application/json",
+          "-d",
+          '{"message":"curl"}',
+          `${server.httpUrl}/api/v1/echo`,
+        ]);
+        assert.equal((JSON.parse(stdout) as { message: string }).message, "curl");
+      });
+    }
+  });
+
+  test("SSE streams a server stream", async () => {
+    await once(COUNTDOWN, async () => {
+      const res = await fetch(`${server.httpUrl}/api/v1/countdown/2`, { headers: { accept: "text/event-stream" } });
+      const text = await res.text();
+      assert.match(text, /"remaining":2/);
+      assert.match(text, /"remaining":1/);
+    });
+  });
+
+  test("a WebSocket streams a server stream", async () => {
+    await once(COUNTDOWN, async () => {
+      const frames = await new Promise<unknown[]>((resolve, reject) => {
+        const ws = new WebSocket(`${server.httpUrl.replace(/^http/, "ws")}${COUNTDOWN}`, [WS_PROTOCOL]);
+        const got: unknown[] = [];
+        ws.onopen = () => {
+          ws.send('{"from":2}');
+          ws.send("");
+        };
+        ws.onmessage = (e) => got.push(JSON.parse(String(e.data)));
+        ws.onclose = () => resolve(got);
+        ws.onerror = () => reject(new Error("websocket failed"));
+      });
+      assert.deepEqual(frames, [{ result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }]);
+    });
+  });
+});
+
+describe("SINGLE_PORT unset (the default)", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer([exampleService]);
+  });
+  after(() => server.close());
+
+  test("a gRPC call to the HTTP port is not served as gRPC", async () => {
+    const client = createClient(ExampleService, `127.0.0.1:${new URL(server.httpUrl).port}`, { maxAttempts: 1 });
+    try {
+      await assert.rejects(client.echo({ message: "x" }));
+    } finally {
+      client.close();
+    }
+  });
+});
