@@ -12,7 +12,10 @@ type Name = keyof typeof settings;
 
 /** Headings, in order. A setting missing here still appears, under "Other". */
 const groups: [heading: string, names: Name[]][] = [
-  ["Service and listeners", ["APP_NAME", "LISTEN_HOST", "GRPC_PORT", "HTTP_PORT", "ADMIN_PORT"]],
+  [
+    "Service and listeners",
+    ["APP_NAME", "LISTEN_HOST", "GRPC_PORT", "HTTP_PORT", "SINGLE_PORT", "HTTP_TLS_CERT_FILE", "HTTP_TLS_KEY_FILE", "ADMIN_PORT"],
+  ],
   [
     "Logging",
     [

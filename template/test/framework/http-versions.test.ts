@@ -1,7 +1,7 @@
 /**
- * HTTP/1.1 and HTTP/2 on the one HTTP port (SPEC §4.16): cleartext HTTP/2 told apart by its preface, TLS
+ * HTTP/1.1 and HTTP/2 on the one HTTP port: cleartext HTTP/2 told apart by its preface, TLS
  * (HTTP_TLS_CERT_FILE, HTTP_TLS_KEY_FILE) by ALPN. The Connect project's Node clients call every method kind
- * of the example API that the HTTP version allows, through Connect and gRPC-Web, each call entering the chain
+ * of the sample API that the HTTP version allows, through Connect and gRPC-Web, each call entering the chain
  * once; REST, SSE and the health route answer over HTTP/2 too.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * SINGLE_PORT=true (SPEC §4.16): gRPC on the HTTP port too. A grpc-js client, `buf curl --protocol grpc` (which
+ * SINGLE_PORT=true: gRPC on the HTTP port too. A grpc-js client, `buf curl --protocol grpc` (which
  * learns the API by reflection), a connect-node client over HTTP/2, curl (REST over HTTP/1.1 and HTTP/2), SSE and
  * a WebSocket all call the one port, each call entering the chain once: one "response time" line and one count in
  * grpc_server_handled_total per call.
