@@ -45,6 +45,8 @@ export function nameProblem(name: string): string | undefined {
     return `invalid name "${name}": the proto package "${stem}" clashes with the vendored proto/${stem}/ directory`;
   }
   if (JS_RESERVED.has(stem)) return `invalid name "${name}": "${stem}" is a reserved word in TypeScript`;
+  // The proto package is <stem>.v1: a stem that is itself a version would make v1.v1.
+  if (/^v\d+((alpha|beta)\d*)?$/.test(stem)) return `invalid name "${name}": "${stem}" is a version, and the proto package adds one (${stem}.v1)`;
   return undefined;
 }
 

@@ -22,7 +22,7 @@ import {
   serviceNameProblem,
   serviceNames,
 } from "./names.js";
-import { buildProtos, findService, forgetProtos, GeneratorError, insertRpc, messageNames } from "./proto-file.js";
+import { buildProtos, findService, forgetProtos, GeneratorError, httpRoutes, insertRpc, messageNames, routeShape } from "./proto-file.js";
 import { functionOf, prependCall, property, Source } from "./source-edit.js";
 
 const TEMPLATES = path.join(path.dirname(fileURLToPath(import.meta.url)), "templates");
@@ -118,6 +118,15 @@ function takenProblem(repo: Repo, files: FileDescriptorProto[], svc: ServiceName
   return undefined;
 }
 
+/** A route another method has already (the service would stop at start-up with "two routes for …"). */
+function routeTakenProblem(files: FileDescriptorProto[], http: HttpRule): string | undefined {
+  const wanted = routeShape(`${http.verb.toUpperCase()} ${http.path}`);
+  for (const [route, method] of httpRoutes(files)) {
+    if (routeShape(route) === wanted) return `${route} is already the route of ${method}: give HTTP=verb:/path another path, or HTTP=none`;
+  }
+  return undefined;
+}
+
 const rpcTestPath = (svc: ServiceNames, rpc: RpcNames) => `test/${svc.kebab}-${rpc.kebab}.test.ts`;
 
 export function kindProblem(kind: string): string | undefined {
@@ -152,7 +161,7 @@ export function planRpc(repo: Repo, answers: RpcAnswers): Change[] {
   const files = buildProtos(repo.root);
   const at = findService(files, svc.protoFile, svc.service);
   if (!at) throw new GeneratorError(`${svc.protoPath} has no service ${svc.service}`);
-  const taken = takenProblem(repo, files, svc, rpc);
+  const taken = takenProblem(repo, files, svc, rpc) ?? (http ? routeTakenProblem(files, http) : undefined);
   if (taken) throw new GeneratorError(taken);
 
   const source = new Source(svc.sourcePath, read(repo, svc.sourcePath));

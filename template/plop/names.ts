@@ -51,6 +51,9 @@ export function serviceNameProblem(name: string, what = "NAME"): string | undefi
   const stem = stemOf(name);
   if (stem === "") return `invalid ${what} "${name}": nothing is left once -service/-svc is dropped`;
   if (RESERVED_STEMS.has(stem)) return `invalid ${what} "${name}": proto/${stem}/ holds vendored third-party protos`;
+  // The service's package is <stem>.v1: a stem that is itself a version (v1, v2beta) would make v1.v1.
+  if (/^v\d+((alpha|beta)\d*)?$/.test(stem))
+    return `invalid ${what} "${name}": ${stem} is a version, and the generator adds one (package ${stem}.v1): name the service by what it does`;
   return undefined;
 }
 

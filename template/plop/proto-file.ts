@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { type FileDescriptorProto, FileDescriptorSetSchema, type ServiceDescriptorProto } from "@bufbuild/protobuf/wkt";
 
 export class GeneratorError extends Error {}
@@ -53,6 +54,55 @@ export function messageNames(files: FileDescriptorProto[], protoPackage: string)
   const names = new Set<string>();
   for (const f of files) if (f.package === protoPackage) for (const m of f.messageType) names.add(m.name);
   return names;
+}
+
+/** `google.api.http`'s extension number on MethodOptions. */
+const HTTP_EXTENSION = 72295728;
+/** HttpRule's pattern fields: get, put, post, delete, patch (custom is 8); additional_bindings is 11. */
+const VERB_FIELDS: Record<number, string> = { 2: "GET", 3: "PUT", 4: "POST", 5: "DELETE", 6: "PATCH" };
+
+/** `VERB /path` of an HttpRule and of its additional bindings, read from its wire bytes. */
+function ruleRoutes(bytes: Uint8Array): string[] {
+  const routes: string[] = [];
+  const r = new BinaryReader(bytes);
+  while (r.pos < r.len) {
+    const [no, wt] = r.tag();
+    if (VERB_FIELDS[no] !== undefined && wt === WireType.LengthDelimited) routes.push(`${VERB_FIELDS[no]} ${r.string()}`);
+    else if (no === 8 && wt === WireType.LengthDelimited) {
+      const custom = new BinaryReader(r.bytes());
+      let kind = "";
+      let route = "";
+      while (custom.pos < custom.len) {
+        const [cno, cwt] = custom.tag();
+        if (cno === 1 && cwt === WireType.LengthDelimited) kind = custom.string();
+        else if (cno === 2 && cwt === WireType.LengthDelimited) route = custom.string();
+        else custom.skip(cwt);
+      }
+      routes.push(`${kind.toUpperCase()} ${route}`);
+    } else if (no === 11 && wt === WireType.LengthDelimited) routes.push(...ruleRoutes(r.bytes()));
+    else r.skip(wt);
+  }
+  return routes;
+}
+
+/** A route's shape: its verb and path with every `{variable}` alike, as the gateway's router matches it. */
+export const routeShape = (route: string) => route.replace(/\{[^}]*\}/g, "{}");
+
+/** Every HTTP route of every method in the protos, as `VERB /path` → `package.Service.Method`. */
+export function httpRoutes(files: FileDescriptorProto[]): Map<string, string> {
+  const routes = new Map<string, string>();
+  for (const f of files) {
+    for (const s of f.service) {
+      for (const m of s.method) {
+        for (const u of m.options?.$unknown ?? []) {
+          if (u.no !== HTTP_EXTENSION) continue;
+          // The unknown field's data is what follows its tag: the length, then the HttpRule.
+          for (const route of ruleRoutes(new BinaryReader(u.data).bytes())) routes.set(route, `${f.package}.${s.name}.${m.name}`);
+        }
+      }
+    }
+  }
+  return routes;
 }
 
 // FileDescriptorProto field numbers, as used in SourceCodeInfo paths.

@@ -45,6 +45,8 @@ describe("name rejection", () => {
     ["buf-service", /clashes/],
     ["class-svc", /reserved/],
     ["http", /core module/],
+    ["v1", /is a version/],
+    ["v2beta1-svc", /is a version/],
   ];
   for (const [name, reason] of bad) {
     it(`rejects ${JSON.stringify(name.length > 20 ? `${name.slice(0, 10)}…(${name.length})` : name)}`, () => {

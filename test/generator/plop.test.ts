@@ -116,6 +116,13 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
       [() => gen.planRpc(repo, { service: "pay", name: "Refund", kind: "unary", http: "post:/api/../admin" }), /^invalid HTTP path "\/api\/\.\.\/admin"/],
       [() => gen.planRpc(repo, { service: "pay", name: "Echo", kind: "both" }), /^invalid KIND "both"/],
       [() => gen.planRpc(repo, { service: "pay", name: "Up", kind: "client-stream", http: "delete:/x" }), /needs post, put or patch$/],
+      // A route another method has, under another variable name too: the service would refuse to start.
+      [
+        () => gen.planRpc(repo, { service: "pay", name: "GetOrder", kind: "unary", http: "get:/api/v1/echo/{id}" }),
+        /^GET \/api\/v1\/echo\/\{message\} is already the route of pay\.v1\.PayService\.Echo: /,
+      ],
+      [() => gen.planRpc(repo, { service: "pay", name: "Again", kind: "unary", http: "post:/api/v1/echo" }), /^POST \/api\/v1\/echo is already the route of pay\.v1\.PayService\.Echo/],
+      [() => gen.planService(repo, "v1"), /^invalid NAME "v1": v1 is a version/],
       [() => gen.planPart(repo, { name: "audit", service: "nope" }, "interceptor"), /^no service nope: src\/service\/nope-service\.ts does not exist$/],
       [() => gen.planPart(repo, { name: "x_y" }, "worker"), /^invalid NAME "x_y"/],
       // What the SERVICE prompt of new-interceptor and new-worker asks before planning.
