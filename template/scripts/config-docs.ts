@@ -51,7 +51,7 @@ const groups: [heading: string, names: Name[]][] = [
       "SSE_HEARTBEAT_SECONDS",
     ],
   ],
-  ["Browsers (CORS)", ["CORS_ALLOWED_ORIGINS", "CORS_ALLOW_CREDENTIALS", "CORS_MAX_AGE_SECONDS"]],
+  ["Browsers (CORS)", ["CORS_ALLOWED_ORIGINS", "CORS_ALLOW_CREDENTIALS", "CORS_EXPOSED_HEADERS", "CORS_MAX_AGE_SECONDS"]],
   [
     "Authentication",
     [

@@ -137,6 +137,32 @@ describe("CORS with * and with credentials", () => {
   });
 });
 
+describe("CORS_EXPOSED_HEADERS", () => {
+  test("adds the named response headers to the defaults a page may read", async () => {
+    const server = await startTestServer([createLibrary().service], {
+      CORS_ALLOWED_ORIGINS: APP,
+      CORS_EXPOSED_HEADERS: "X-Request-Cost, trailer-x-request-cost",
+    });
+    try {
+      const res = await fetch(`${server.httpUrl}/v1/shelves/1/books/2`, { headers: { origin: APP } });
+      assert.equal(res.headers.get("access-control-expose-headers"), `${EXPOSE_HEADERS}, x-request-cost, trailer-x-request-cost`);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("the config takes header names only", () => {
+    for (const bad of ["*", "x-a, bad header", "x:y"]) {
+      assert.throws(
+        () => loadConfig({ CORS_EXPOSED_HEADERS: bad }),
+        /CORS_EXPOSED_HEADERS: expected a comma list of HTTP header names/,
+        bad,
+      );
+    }
+    assert.deepEqual(loadConfig({}).CORS_EXPOSED_HEADERS, []);
+  });
+});
+
 describe("CORS off (the default) and the admin port", () => {
   test("with no origins configured, nothing is added", async () => {
     const server = await startTestServer([createLibrary().service]);

@@ -176,7 +176,12 @@ describe("Swagger with auth on", () => {
     try {
       const doc = (await (await fetch(`${server.httpUrl}${DOC}`)).json()) as Doc;
       assert.deepEqual(doc.securityDefinitions, {
-        BearerAuth: { type: "apiKey", in: "header", name: "Authorization", description: 'A JWT (HS256), entered as "Bearer <token>".' },
+        BearerAuth: {
+          type: "apiKey",
+          in: "header",
+          name: "Authorization",
+          description: "A JWT: paste the token alone, as `make token` prints it; it is sent as `Authorization: Bearer` and the token.",
+        },
       });
     } finally {
       await server.close();

@@ -31,6 +31,18 @@ const api = {
     return { message: res.message, traceId: res.traceId };
   },
 
+  /** Echo through Connect, reading response header `header` and trailer `trailer` (null when the browser hides them). */
+  async echoMetadata(baseUrl: string, header: string, trailer: string): Promise<{ header: string | null; trailer: string | null }> {
+    let headerValue: string | null = null;
+    let trailerValue: string | null = null;
+    await createClient(FixtureService, createConnectTransport({ baseUrl })).echo(
+      { message: "metadata" },
+      { onHeader: (h) => (headerValue = h.get(header)), onTrailer: (t) => (trailerValue = t.get(trailer)) },
+    );
+    log(`Connect Echo → header ${header}: ${headerValue}, trailer ${trailer}: ${trailerValue}`);
+    return { header: headerValue, trailer: trailerValue };
+  },
+
   /** Countdown read by EventSource: every message, until `event: end` or the end of the connection. */
   eventSource(url: string): Promise<number[]> {
     return new Promise((resolve) => {

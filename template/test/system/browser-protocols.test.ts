@@ -14,8 +14,10 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import type { Browser, Page } from "playwright-core";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
+import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { fixtureService } from "../framework/fixtures/fixture-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import type { PageApi } from "./browser-page.js";
 import { launchChromium } from "./chromium.js";
 
@@ -139,5 +141,50 @@ describe("a page on another origin calls the service", () => {
     } finally {
       await page.close();
     }
+  });
+});
+
+describe("a page on another origin reads custom response metadata once CORS_EXPOSED_HEADERS names it", () => {
+  // Echo answers a custom response header and a trailer, which Connect's unary protocol sends as trailer-<name>.
+  const metadataService = defineService(FixtureService, {
+    handlers: {
+      ...fixtureService.handlers,
+      echo(request, ctx) {
+        ctx.responseHeader.set("x-request-cost", "3");
+        ctx.responseTrailer.set("x-request-total", "7");
+        return { message: request.message };
+      },
+    },
+  });
+  let browser: Browser;
+  let pages: { server: Server; port: number };
+  let origin: string;
+  before(async () => {
+    pages = await startPageServer();
+    origin = `http://localhost:${pages.port}`;
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    pages?.server.close();
+  });
+
+  const read = async (env: Record<string, string>) => {
+    const service = await startTestServer([metadataService], { CORS_ALLOWED_ORIGINS: origin, ...env });
+    const page = await openPage(browser, `${origin}/`);
+    try {
+      return await page.evaluate(
+        ([base]) => (globalThis as unknown as PageGlobals).api.echoMetadata(base!, "x-request-cost", "x-request-total"),
+        [service.httpUrl],
+      );
+    } finally {
+      await page.close();
+      await service.close();
+    }
+  };
+
+  test("without it the browser hides both; with it the page reads the header and the Connect trailer", async () => {
+    assert.deepEqual(await read({}), { header: null, trailer: null });
+    assert.deepEqual(await read({ CORS_EXPOSED_HEADERS: "x-request-cost,trailer-x-request-total" }), { header: "3", trailer: "7" });
   });
 });

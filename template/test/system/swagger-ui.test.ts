@@ -1,6 +1,8 @@
 /** Swagger UI really loads and works, offline, in headless Chromium (Debian's chromium, installed by CI). */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { fixtureService } from "../framework/fixtures/fixture-service.js";
 import { launchChromium } from "./chromium.js";
@@ -87,6 +89,47 @@ describe("Swagger UI in headless Chromium", () => {
     } finally {
       await browser.close();
       await admin.close();
+    }
+  });
+
+  test("Authorize takes the bare token `make token` prints (the UI adds Bearer) and Try it out then answers 200", async () => {
+    const secret = "0123456789abcdef0123456789abcdef";
+    const secured = await startTestServer([fixtureService], { JWT_SECRET: secret });
+    // What `make token` runs, with the same secret.
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "scripts/token.ts"], {
+      env: { ...process.env, JWT_SECRET: secret },
+    });
+    const token = stdout.trim();
+    assert.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const sent: (string | undefined)[] = [];
+      page.on("request", (r) => {
+        if (r.url().includes("/api/v1/echo/")) sent.push(r.headers().authorization);
+      });
+      await page.goto(`${secured.httpUrl}/swagger/`);
+      await page.locator(".auth-wrapper .authorize").click({ timeout: 15_000 });
+      const dialog = page.locator(".modal-ux");
+      const text = (await dialog.textContent()) ?? "";
+      assert.doesNotMatch(text, /entered as "Bearer "\./, "the dialog's text lost a placeholder to HTML");
+      assert.match(text, /paste the token alone/);
+      await dialog.locator("input").first().fill(token);
+      await dialog.locator("button.authorize").click();
+      await dialog.locator("button.btn-done").click();
+
+      const get = page.locator("#operations-FixtureService-FixtureService_Echo2");
+      await get.locator(".opblock-summary-control").click();
+      await get.locator(".try-out__btn").click();
+      await get.locator('input[placeholder="message"]').fill("authorized");
+      await get.locator(".execute").click();
+      const status = get.locator(".responses-wrapper .live-responses-table .response .response-col_status");
+      await status.first().waitFor({ timeout: 10_000 });
+      assert.equal((await status.first().textContent())?.trim(), "200");
+      assert.deepEqual(sent, [`Bearer ${token}`]);
+    } finally {
+      await browser.close();
+      await secured.close();
     }
   });
 });

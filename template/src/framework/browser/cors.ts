@@ -16,7 +16,10 @@ const ALLOWED_HEADERS = [
   "grpc-timeout",
 ];
 
-/** Response headers a page may read: status and errors of gRPC-Web, tracing, rate limit and auth. */
+/**
+ * Response headers a page may read: status and errors of gRPC-Web, tracing, rate limit and auth; CORS_EXPOSED_HEADERS
+ * adds the service's own (custom response metadata, Connect unary trailers as `trailer-<name>`).
+ */
 const EXPOSED_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin", "retry-after", "www-authenticate"];
 
 export interface CorsSettings {
@@ -24,6 +27,8 @@ export interface CorsSettings {
   readonly origins: readonly string[];
   readonly credentials: boolean;
   readonly maxAgeSeconds: number;
+  /** CORS_EXPOSED_HEADERS: exposed beside the defaults. */
+  readonly exposedHeaders: readonly string[];
   readonly traceHeader: string;
   readonly debugHeader: string;
   /** ADMIN_PORT is set: Swagger UI served there calls this port. */
@@ -35,6 +40,7 @@ export function corsSettings(config: Config): CorsSettings {
     origins: config.CORS_ALLOWED_ORIGINS,
     credentials: config.CORS_ALLOW_CREDENTIALS,
     maxAgeSeconds: config.CORS_MAX_AGE_SECONDS,
+    exposedHeaders: config.CORS_EXPOSED_HEADERS,
     traceHeader: config.TRACE_HEADER_NAME,
     debugHeader: config.DEBUG_LOG_HEADER_NAME,
     admin: config.ADMIN_PORT !== undefined,
@@ -61,7 +67,7 @@ export class CorsPolicy {
     this.#any = settings.origins.includes("*");
     this.#origins = new Set(settings.origins);
     this.allowHeaders = [...new Set([...ALLOWED_HEADERS, settings.traceHeader, settings.debugHeader])].join(", ");
-    this.exposeHeaders = [...new Set([...EXPOSED_HEADERS, settings.traceHeader])].join(", ");
+    this.exposeHeaders = [...new Set([...EXPOSED_HEADERS, settings.traceHeader, ...settings.exposedHeaders])].join(", ");
     this.maxAge = String(settings.maxAgeSeconds);
   }
 

@@ -74,6 +74,19 @@ export const headerName: Parser<string> = (raw) => {
   return raw.toLowerCase();
 };
 
+/** A comma list of HTTP header names, lower-cased. */
+export const headerNameList: Parser<string[]> = (raw) => {
+  const names = list(raw);
+  for (const name of names) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || name === "*") {
+      throw new ConfigValueError(
+        `expected a comma list of HTTP header names such as x-request-cost,trailer-x-request-cost ("${name}" is not one)`,
+      );
+    }
+  }
+  return names.map((n) => n.toLowerCase());
+};
+
 /**
  * A comma list of browser origins (`scheme://host[:port]`, as a browser sends in `Origin`), or `*`.
  * Each is compared byte for byte with the request's Origin, so a path, a trailing slash or a

@@ -72,6 +72,11 @@ export const settings = {
     "Comma list of browser origins that may call the HTTP port (gateway, SSE, gRPC-Web, Connect, WebSocket), or * for any; empty = CORS off",
   ),
   CORS_ALLOW_CREDENTIALS: setting(p.boolean, false, "Lets allowed origins send cookies and HTTP auth (not with CORS_ALLOWED_ORIGINS=*)"),
+  CORS_EXPOSED_HEADERS: setting(
+    p.headerNameList,
+    [] as string[],
+    "Comma list of response headers a page on an allowed origin may read besides the defaults: custom response metadata, Connect trailers as trailer-<name>",
+  ),
   CORS_MAX_AGE_SECONDS: setting(p.integer(0, 86_400), 600, "How long a browser may cache a preflight answer"),
   DISABLE_PROMETHEUS: setting(p.boolean, false, "Turns off /metrics"),
   ENABLE_PROMETHEUS_GRPC_HISTOGRAM: setting(p.boolean, true, "false removes the gRPC latency histograms (server and outbound client)"),

@@ -129,11 +129,14 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
 function securityDefinitions(options: OpenApiOptions): Record<string, Schema> | undefined {
   const defs: Record<string, Schema> = {};
   if (options.jwt) {
+    // OpenAPI 2.0 has no HTTP bearer scheme (3.x's `type: http, scheme: bearer`): an API key in the Authorization
+    // header, to which our Swagger UI adds the `Bearer ` prefix (routes.ts, initializerScript); other tools take the
+    // description's word.
     defs.BearerAuth = {
       type: "apiKey",
       in: "header",
       name: "Authorization",
-      description: 'A JWT (HS256), entered as "Bearer <token>".',
+      description: "A JWT: paste the token alone, as `make token` prints it; it is sent as `Authorization: Bearer` and the token.",
     };
   }
   if (options.apiKey) {

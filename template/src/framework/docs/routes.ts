@@ -139,6 +139,13 @@ function initializerScript(stem: string): string {
     presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
     plugins: [SwaggerUIBundle.plugins.DownloadUrl],
     layout: "StandaloneLayout",
+    // The document's BearerAuth is an API key in Authorization (OpenAPI 2.0 has no bearer scheme): the bare token
+    // pasted into Authorize goes out with the Bearer prefix; a value that has it already is left as it is.
+    requestInterceptor: function (req) {
+      var auth = req.headers && req.headers.Authorization;
+      if (auth && !/^bearer /i.test(auth)) req.headers.Authorization = "Bearer " + auth;
+      return req;
+    },
   });
 };
 `;
