@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { test } from "node:test";
 import { Code, createClient, defineService, GrpcError } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
@@ -229,4 +230,26 @@ test("the client histogram follows ENABLE_PROMETHEUS_GRPC_HISTOGRAM and its buck
   assert.doesNotMatch(plain, /grpc_client_handling_seconds/);
   assert.equal(disabled.app.metrics, undefined);
   assert.equal((await fetch(`${disabled.httpUrl}/metrics`)).status, 404);
+});
+
+test("leaving a server stream early (break) cancels the call: the server's handler is told", { timeout: 10_000 }, async (t) => {
+  let aborted!: Promise<unknown>;
+  const downstream = await startTestServer([
+    defineService(FixtureService, {
+      handlers: {
+        async *countdown(request, ctx) {
+          aborted = once(ctx.signal, "abort");
+          for (let remaining = request.from; remaining >= 1; remaining--) yield { remaining };
+        },
+      },
+    }),
+  ]);
+  t.after(() => downstream.close());
+  const client = createClient(FixtureService, downstream.grpcAddress);
+  t.after(() => client.close());
+  for await (const m of client.countdown({ from: 1000 })) {
+    assert.equal(m.remaining, 1000);
+    break;
+  }
+  await aborted; // else the test times out: the handler would run on, its stream open
 });

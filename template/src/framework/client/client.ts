@@ -14,6 +14,7 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
   type ClientDuplexStream,
+  type ClientReadableStream,
   type ClientWritableStream,
   credentials,
   Client as GrpcClient,
@@ -69,6 +70,7 @@ type UnaryMethod<M extends DescMethodUnary> = (
   request: MessageInitShape<M["input"]>,
   options?: CallOptions,
 ) => Promise<MessageShape<M["output"]>>;
+/** Yields the responses as they arrive; stopping the iteration early (`break`) cancels the call. */
 type StreamMethod<M extends DescMethodServerStreaming> = (
   request: MessageInitShape<M["input"]>,
   options?: CallOptions,
@@ -219,7 +221,8 @@ export function createClient<S extends DescService>(service: S, address: string,
           { deadline, interceptors },
         );
         callOptions.signal?.addEventListener("abort", () => call.cancel(), { once: true });
-        return call as AsyncIterable<Message>;
+        // Leaving the iteration early (`break`) cancels the call: grpc-js's stream, once destroyed, would leave it open.
+        return responsesOf(call, {});
       };
     }
   }
@@ -269,7 +272,10 @@ async function sendAll(
 }
 
 /** The responses of a bidi call as they arrive; leaving early cancels the call; a failure of the requests is the error thrown. */
-async function* responsesOf(call: ClientDuplexStream<Message, Message>, sending: Sending): AsyncGenerator<Message> {
+async function* responsesOf(
+  call: ClientDuplexStream<Message, Message> | ClientReadableStream<Message>,
+  sending: Sending,
+): AsyncGenerator<Message> {
   let finished = false;
   try {
     for await (const message of call as AsyncIterable<Message>) yield message;
