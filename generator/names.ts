@@ -21,7 +21,7 @@ const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 const MAX_NAME = 214; // npm's limit
 
 // The vendored third-party protos live in proto/google, proto/grpc and proto/buf; a stem equal to one would merge with them.
-const RESERVED_STEMS = new Set(["google", "grpc", "buf"]);
+const RESERVED_STEMS = new Set(["google", "grpc", "buf", "grpcsvc"]);
 
 // The stem may appear as a bare identifier in the template's TypeScript, so reserved words would not compile.
 const JS_RESERVED = new Set(

@@ -19,7 +19,7 @@ const YOURS_FILES = new Set(["src/main.ts", ".env"]);
 export function yoursReason(templateRel: string): string | undefined {
   if (YOURS_FILES.has(templateRel)) return "yours";
   if (YOURS_PREFIXES.some((p) => templateRel.startsWith(p))) return "your service code";
-  // proto/ holds your APIs; only the vendored third-party protos (google, grpc, buf) are framework.
+  // proto/ holds your APIs; only the vendored protos (google, grpc, buf, and the framework's grpcsvc) are framework.
   if (templateRel.startsWith("proto/") && !isVerbatim(templateRel)) return "your proto";
   // Anything named after the service (renamed from `example`): its proto, handlers and tests,
   // e.g. test/example-service.test.ts → test/<stem>-service.test.ts. Framework tests are not named after it.

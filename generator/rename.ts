@@ -12,8 +12,8 @@ const APP_NAME = /(APP_NAME\s*[=:]\s*["']?)example(?![A-Za-z0-9])/g;
 // In deploy/, `example.v1` is the proto package inside metric labels (grpc_service="example.v1.ExampleService").
 const PROTO_PACKAGE = /(?<![A-Za-z0-9])example(?=\.v[0-9])/g;
 
-/** Template directories copied byte-for-byte: third-party protos whose comments say "for example". */
-export const VERBATIM_DIRS = ["proto/google/", "proto/grpc/", "proto/buf/"];
+/** Template directories copied byte-for-byte: third-party protos whose comments say "for example", and the framework's options. */
+export const VERBATIM_DIRS = ["proto/google/", "proto/grpc/", "proto/buf/", "proto/grpcsvc/"];
 
 export function renameTokens(text: string, n: Names): string {
   return text

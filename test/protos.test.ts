@@ -80,9 +80,9 @@ test("validate.proto compiles back to the descriptor @bufbuild/protovalidate emb
 });
 
 test("the printer round-trips proto3 files with services, method options and imports", () => {
-  // The template's example API: proto3, a service with google.api.http options, buf.validate field rules.
+  // The template's example API: proto3, a service with google.api.http and grpcsvc.v1.auth options, buf.validate field rules.
   const protoDir = path.join(template, "proto");
-  const sources = ["example/v1/example.proto", ...Object.keys(copiedProtos()), "buf/validate/validate.proto"];
+  const sources = ["example/v1/example.proto", ...Object.keys(copiedProtos()), "buf/validate/validate.proto", "grpcsvc/v1/options.proto"];
   const files = Object.fromEntries(sources.map((rel) => [rel, fs.readFileSync(path.join(protoDir, rel), "utf8")]));
   const registry = createFileRegistry(buildImage(files));
 

@@ -51,7 +51,7 @@ describe("the generated README states the auth mode", () => {
     assert.match(section, /-H "Authorization: Bearer \$TOKEN" localhost:9091\/api\/v1\/echo/);
     assert.match(section, /-H "x-api-key: \$KEY"/);
     assert.match(section, /http:\/\/localhost:9090\/ledger\.v1\.LedgerService\/Echo/);
-    assert.match(section, /createRemoteJWKSet/);
+    assert.match(section, /JWT_OIDC_ISSUER=/);
     assert.match(read(out, "Makefile"), /^token: /m);
   });
 });

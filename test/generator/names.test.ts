@@ -43,6 +43,7 @@ describe("name rejection", () => {
     ["google", /clashes/],
     ["grpc-svc", /clashes/],
     ["buf-service", /clashes/],
+    ["grpcsvc", /clashes/],
     ["class-svc", /reserved/],
     ["http", /core module/],
     ["v1", /is a version/],

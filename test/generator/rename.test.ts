@@ -110,6 +110,8 @@ describe("content renaming", () => {
   it("copies vendored protos verbatim", () => {
     const text = "// For example, see Example below.\n";
     assert.equal(renameContent("proto/google/api/http.proto", text, demo), text);
+    assert.equal(renameContent("proto/grpcsvc/v1/options.proto", text, demo), text, "the framework's own options");
+    assert.equal(renamePath("proto/grpcsvc/v1/options.proto", demo), "proto/grpcsvc/v1/options.proto");
   });
 });
 
@@ -117,7 +119,13 @@ describe("the framework suite's fixture service", () => {
   // The framework's tests run against test/proto/fixture/, not the service in proto/: they keep its names in every
   // generated repository, so `make test-framework` passes whatever the user does to their own service.
   it("keeps its paths and content in a renamed repository", () => {
-    for (const rel of ["test/proto/fixture/v1/fixture.proto", "test/framework/fixtures/fixture-service.ts", "test/framework/fixtures/fixture-main.ts"]) {
+    for (const rel of [
+      "test/proto/fixture/v1/fixture.proto",
+      "test/framework/fixtures/fixture-service.ts",
+      "test/framework/fixtures/fixture-main.ts",
+      "test/proto/authrules/v1/rules.proto",
+      "test/framework/fixtures/rules-services.ts",
+    ]) {
       const text = readFileSync(new URL(`../../template/${rel}`, import.meta.url), "utf8");
       for (const n of [demo, book]) {
         assert.equal(renamePath(rel, n), rel);

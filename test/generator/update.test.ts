@@ -206,6 +206,7 @@ describe("what counts as yours", () => {
       "proto/google/api/http.proto",
       "proto/buf/validate/validate.proto",
       "proto/grpc/health/v1/health.proto",
+      "proto/grpcsvc/v1/options.proto",
       "Makefile",
       "Dockerfile",
       "deploy/k8s/deployment.yaml",

@@ -57,12 +57,4 @@ export const exampleService = defineService(ExampleService, {
   // Background workers: started once the servers listen, restarted with back-off if they throw, stopped on
   // shutdown after the drain wait. This one only shows the shape: a debug line every 30 s (± 10 %).
   workers: [{ name: "heartbeat", run: every(30_000, (_signal, log) => log.debug("heartbeat"), { jitter: 0.1 }) }],
-
-  // Auth override: this service alone decides who may call its methods (JWT_SECRET and API_KEYS apply
-  // only through `authenticate`). Countdown stays public, since a browser's EventSource cannot send an
-  // Authorization header; every other method takes the global check. Throw or return false to reject.
-  async authorize(ctx, authenticate) {
-    if (ctx.method.name === "Countdown") return;
-    await authenticate(ctx);
-  },
 });

@@ -7,18 +7,18 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, UnsecuredJWT } from "jose";
 import { loadConfig } from "../../src/framework/config/load.js";
-import { defineService } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
-import { fixtureService } from "./fixtures/fixture-service.js";
+import { PlainService } from "../gen/authrules/v1/rules_pb.js";
+import { PLAIN, plainService } from "./fixtures/rules-services.js";
 import { callEveryProtocol, everywhere } from "./support/every-protocol.js";
 import { KeyProvider } from "./support/key-provider.js";
 
 const SECRET = "jwt-secret-SENTINEL-0123456789abcdef-0123456789abcdef";
 const AUDIENCE = "svc-test";
-// Without the service's override (which keeps Countdown public), so every method of every protocol needs a token.
-const guarded = defineService(FixtureService, { handlers: fixtureService.handlers });
+// A service without auth rules: every method, over every protocol, needs a token.
+const guarded = plainService;
 const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
+const every = (server: TestServer, headers: Record<string, string>) => callEveryProtocol(server, headers, PLAIN);
 
 async function readyStatus(server: TestServer): Promise<number> {
   return (await fetch(`${server.httpUrl}/readycheck`)).status;
@@ -43,9 +43,9 @@ describe("JWT_JWKS_URL", () => {
       await logged(server, "identity provider's key set fetched");
       assert.equal(await readyStatus(server), 200);
       for (const key of keys) {
-        assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(key, { aud: AUDIENCE }))), everywhere("ok"), key.alg);
+        assert.deepEqual(await every(server, bearer(await provider.sign(key, { aud: AUDIENCE }))), everywhere("ok"), key.alg);
         assert.deepEqual(
-          await callEveryProtocol(server, bearer(await provider.sign(key, { aud: "another-service" }))),
+          await every(server, bearer(await provider.sign(key, { aud: "another-service" }))),
           everywhere("unauthenticated"),
           `${key.alg} for another audience`,
         );
@@ -62,8 +62,8 @@ describe("JWT_JWKS_URL", () => {
     const rs = await provider.addKey("RS256", "rs");
     const server = await startTestServer([guarded], { JWT_JWKS_URL: provider.jwksUrl, JWT_ALGORITHMS: "ES256" });
     try {
-      assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(es))), everywhere("ok"));
-      assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(rs))), everywhere("unauthenticated"));
+      assert.deepEqual(await every(server, bearer(await provider.sign(es))), everywhere("ok"));
+      assert.deepEqual(await every(server, bearer(await provider.sign(rs))), everywhere("unauthenticated"));
     } finally {
       await server.close();
       provider.published.clear();
@@ -75,8 +75,8 @@ describe("JWT_JWKS_URL", () => {
     const server = await startTestServer([guarded], { JWT_JWKS_URL: provider.jwksUrl, JWT_JWKS_COOL_DOWN_SECONDS: "1" });
     try {
       await logged(server, "identity provider's key set fetched");
-      const client = server.client(FixtureService);
-      assert.equal((await client.echo({ message: "old" }, { metadata: bearer(await provider.sign(old)) })).message, "old");
+      const client = server.client(PlainService);
+      assert.equal((await client.get({ text: "old" }, { metadata: bearer(await provider.sign(old)) })).text, "old");
       const fetchesBefore = provider.jwksFetches;
       // The provider rotates: a new key in, the old one out.
       const next = await provider.addKey("ES256", "next");
@@ -87,7 +87,7 @@ describe("JWT_JWKS_URL", () => {
       // Until the cool-down since the last fetch has passed, the new kid is refused; then one fetch finds it.
       for (;;) {
         calls++;
-        const ok = await client.echo({ message: "next" }, { metadata: bearer(token) }).then(
+        const ok = await client.get({ text: "next" }, { metadata: bearer(token) }).then(
           () => true,
           () => false,
         );
@@ -100,13 +100,13 @@ describe("JWT_JWKS_URL", () => {
         provider.jwksFetches - fetchesBefore <= Math.ceil(seconds) + 1,
         `${provider.jwksFetches - fetchesBefore} fetches for ${calls} calls`,
       );
-      assert.deepEqual(await callEveryProtocol(server, bearer(token)), everywhere("ok"), "the rotated key on every protocol");
+      assert.deepEqual(await every(server, bearer(token)), everywhere("ok"), "the rotated key on every protocol");
       // The old key is gone from the provider; after the next fetch its tokens are refused.
       const unknown = await provider.addKey("ES256", "unknown", false);
       const fetches = provider.jwksFetches;
       const flood = await Promise.all(
         Array.from({ length: 50 }, async () =>
-          client.echo({ message: "x" }, { metadata: bearer(await provider.sign(unknown)) }).then(
+          client.get({ text: "x" }, { metadata: bearer(await provider.sign(unknown)) }).then(
             () => "ok",
             (e: { code: number }) => e.code,
           ),
@@ -127,11 +127,11 @@ describe("JWT_JWKS_URL", () => {
     try {
       await logged(server, "cannot fetch the identity provider's key set: not ready");
       assert.equal(await readyStatus(server), 503);
-      assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(key))), everywhere("unauthenticated"));
+      assert.deepEqual(await every(server, bearer(await provider.sign(key))), everywhere("unauthenticated"));
       provider.down = false;
       await logged(server, "identity provider's key set fetched");
       assert.equal(await readyStatus(server), 200);
-      assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(key))), everywhere("ok"));
+      assert.deepEqual(await every(server, bearer(await provider.sign(key))), everywhere("ok"));
     } finally {
       await server.close();
       provider.down = false;
@@ -148,14 +148,10 @@ describe("JWT_OIDC_ISSUER", () => {
     try {
       await logged(server, "identity provider's key set fetched");
       assert.equal(provider.discoveries, 1);
-      assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(key, { iss: provider.url }))), everywhere("ok"));
+      assert.deepEqual(await every(server, bearer(await provider.sign(key, { iss: provider.url }))), everywhere("ok"));
       for (const iss of [undefined, "https://evil.test", `${provider.url}/`]) {
         const claims = iss === undefined ? {} : { iss };
-        assert.deepEqual(
-          await callEveryProtocol(server, bearer(await provider.sign(key, claims))),
-          everywhere("unauthenticated"),
-          `iss ${iss}`,
-        );
+        assert.deepEqual(await every(server, bearer(await provider.sign(key, claims))), everywhere("unauthenticated"), `iss ${iss}`);
       }
     } finally {
       await server.close();
@@ -172,7 +168,7 @@ describe("JWT_OIDC_ISSUER", () => {
       await logged(server, "cannot fetch the identity provider's key set: not ready");
       assert.equal(await readyStatus(server), 503);
       for (const iss of [provider.url, "https://evil.test"])
-        assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(key, { iss }))), everywhere("unauthenticated"));
+        assert.deepEqual(await every(server, bearer(await provider.sign(key, { iss }))), everywhere("unauthenticated"));
       assert.equal(provider.jwksFetches, 0, "the key set it names is never fetched");
     } finally {
       await server.close();
@@ -212,9 +208,9 @@ describe("attacks on the choice of key, with JWT_SECRET and JWT_JWKS_URL both on
       .setProtectedHeader({ alg: "HS256" })
       .setExpirationTime("1h")
       .sign(new TextEncoder().encode(SECRET));
-    assert.deepEqual(await callEveryProtocol(server, bearer(hs)), everywhere("ok"), "HS256");
+    assert.deepEqual(await every(server, bearer(hs)), everywhere("ok"), "HS256");
     for (const kid of ["rsa", "ec"])
-      assert.deepEqual(await callEveryProtocol(server, bearer(await provider.sign(provider.published.get(kid)!))), everywhere("ok"), kid);
+      assert.deepEqual(await every(server, bearer(await provider.sign(provider.published.get(kid)!))), everywhere("ok"), kid);
   });
 
   test("forged tokens are 401 on every protocol, and the key sets their headers name are never fetched", async () => {
@@ -259,7 +255,7 @@ describe("attacks on the choice of key, with JWT_SECRET and JWT_JWKS_URL both on
         (await provider.sign(provider.published.get("ec")!)).replace(/^[^.]+/, segment({ alg: "RS256", kid: "rsa" })),
       ],
     ];
-    for (const [what, jwt] of forged) assert.deepEqual(await callEveryProtocol(server, bearer(jwt)), everywhere("unauthenticated"), what);
+    for (const [what, jwt] of forged) assert.deepEqual(await every(server, bearer(jwt)), everywhere("unauthenticated"), what);
     assert.equal(elsewhereHits, 0, "no key set named in a token was fetched");
   });
 });

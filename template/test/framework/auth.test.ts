@@ -352,7 +352,7 @@ describe("routes that skip auth", () => {
 });
 
 describe("per-service auth override", () => {
-  test("the service's override keeps Countdown public while Echo and Fail take the global check", async () => {
+  test("the proto rule (grpcsvc.v1.auth public) keeps Countdown public while Echo and Fail take the global check", async () => {
     await withServer(JWT_ENV, async (server) => {
       const client = server.client(FixtureService);
       const remaining: number[] = [];

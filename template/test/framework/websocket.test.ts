@@ -206,7 +206,7 @@ describe("WebSocket streams with authentication on", () => {
   let server: TestServer;
   let ws: string;
   before(async () => {
-    // The service's own auth override leaves Countdown public; without it, every method needs credentials.
+    // Countdown is public by its proto rule; Chat needs credentials.
     const guarded = defineService(FixtureService, { handlers: fixtureService.handlers });
     server = await startTestServer([guarded], { API_KEYS: "k-1", JWT_SECRET: SECRET });
     ws = server.httpUrl.replace(/^http/, "ws");
@@ -214,14 +214,14 @@ describe("WebSocket streams with authentication on", () => {
   after(() => server.close());
 
   test("without credentials the call ends UNAUTHENTICATED", async () => {
-    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}']);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"a"}', ""]);
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 
   test("the API key travels in a Sec-WebSocket-Protocol entry (base64url), never in the URL, and is never echoed", async () => {
     const key = Buffer.from("k-1").toString("base64url");
-    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `api-key.${key}`] });
-    assert.deepEqual(out.frames, [{ result: { remaining: 1 } }, { end: {} }]);
+    const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"a"}', ""], { protocols: [WS_PROTOCOL, `api-key.${key}`] });
+    assert.deepEqual(out.frames, [{ result: { text: "a", seq: 1 } }, { end: {} }]);
     const selected = await new Promise<string>((resolve) => {
       const socket = new WebSocket(`${ws}/fixture.v1.FixtureService/Chat`, [WS_PROTOCOL, `api-key.${key}`]);
       socket.onopen = () => {
@@ -242,14 +242,14 @@ describe("WebSocket streams with authentication on", () => {
     });
     assert.deepEqual(ok.frames, [{ result: { sum: "2", count: 1 } }, { end: {} }]);
     const token = Buffer.from("not.a.jwt").toString("base64url");
-    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], { protocols: [WS_PROTOCOL, `bearer.${token}`] });
+    const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"a"}', ""], { protocols: [WS_PROTOCOL, `bearer.${token}`] });
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);
   });
 
   test("a credential given twice (two entries, the last one valid) is UNAUTHENTICATED, as repeated headers are", async () => {
     const good = Buffer.from("k-1").toString("base64url");
     const other = Buffer.from("k-2").toString("base64url");
-    const out = await call(`${ws}/fixture.v1.FixtureService/Countdown`, ['{"from":1}'], {
+    const out = await call(`${ws}/fixture.v1.FixtureService/Chat`, ['{"text":"a"}', ""], {
       protocols: [WS_PROTOCOL, `api-key.${other}`, `api-key.${good}`], // the valid one last: it would win if one replaced the other
     });
     assert.deepEqual(out.frames, [{ error: { code: 16, message: "unauthenticated", details: [] } }]);

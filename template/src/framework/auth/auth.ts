@@ -5,9 +5,11 @@ import { Code, GrpcError } from "../call/status.js";
 import type { Interceptor } from "../call/types.js";
 import type { Config } from "../config/schema.js";
 import { LineBudget } from "../logging/line-budget.js";
+import { rootLogger } from "../logging/logger.js";
 import { apiKeyCheck } from "./api-keys.js";
 import { tokenVerifier } from "./jwt.js";
 import type { RemoteKeySet } from "./remote-keys.js";
+import { authRule, missingScopes } from "./rules.js";
 
 /**
  * The global check of the settings (JWT_SECRET, JWT_JWKS_URL or JWT_OIDC_ISSUER, API_KEYS): resolves when the call may go on, with the
@@ -132,12 +134,19 @@ function refuseOnFalse(verdict: unknown): void {
   if (verdict === false) throw new Rejection("rejected by the service's auth override");
 }
 
+/** The answer to a caller whose token lacks a scope the method's proto rule requires: the scopes are public (OpenAPI shows them). */
+export function permissionDenied(missing: readonly string[]): GrpcError {
+  return new GrpcError(Code.PERMISSION_DENIED, `permission denied: missing scope ${missing.join(" ")}`);
+}
+
 /**
  * The auth interceptor, first in the chain: calls it rejects never reach the timeout, the rate limiter
  * or the response-time log. Each is counted (`onRejected`) and leaves a warn line that names the reason,
  * never the credential; those lines are limited to a few a second, each saying how many were dropped
- * before it (`dropped`). A service with an `authorize` override decides alone for its methods. Undefined
- * (no chain entry) when auth is off and no service overrides it; a method needing no check gets `next` itself.
+ * before it (`dropped`). A method's rule in its proto (`grpcsvc.v1.auth`, or its service's `default_auth`)
+ * makes it public or requires token scopes (PERMISSION_DENIED without them); it is read once per method, here.
+ * A service with an `authorize` override decides alone for its methods. Undefined (no chain entry) when auth is
+ * off and no service overrides it; a method needing no check gets `next` itself.
  */
 export function authInterceptor(
   config: Config,
@@ -147,29 +156,64 @@ export function authInterceptor(
 ): Interceptor | undefined {
   const global = authenticator(config, keys);
   const overrides = new Map(services.filter((s) => typeof s.authorize === "function").map((s) => [s.desc.typeName, s]));
+  if (!global) warnUnenforcedScopes(services, overrides);
   if (!global && overrides.size === 0) return undefined;
   const authenticate = global ?? allow;
   const lines = new LineBudget(REJECTION_LINES_PER_SECOND);
+  const rejected = (ctx: CallContext, path: string, err: unknown): GrpcError => {
+    const { reason, fields } = err instanceof Rejection ? err : OVERRIDE_REJECTION;
+    onRejected?.(path, REASON_LABEL[reason]);
+    const dropped = lines.take();
+    if (dropped !== undefined) ctx.logger.warn(dropped > 0 ? { ...fields, reason, dropped } : { ...fields, reason }, "unauthenticated");
+    return unauthenticated();
+  };
   return (next, method) => {
     const service = overrides.get(method.service);
-    if (!service && !global) return next;
-    return async (call) => {
-      try {
-        if (service) {
+    if (service) {
+      return async (call) => {
+        try {
           // The override's verdict awaited here, only when it is a promise: no promise of our own per call.
           const verdict = service.authorize!(call.ctx, authenticate);
           refuseOnFalse(verdict instanceof Promise ? await verdict : verdict);
-        } else await global!(call.ctx);
+        } catch (err) {
+          throw rejected(call.ctx, method.path, err);
+        }
+        // Awaited: an async function returning a promise adopts it through one more job than an await takes.
+        return await next(call);
+      };
+    }
+    const rule = authRule(method.desc);
+    if (!global || rule?.public) return next;
+    const scopes = rule && rule.scopes.length > 0 ? rule.scopes : undefined;
+    return async (call) => {
+      try {
+        await global(call.ctx);
       } catch (err) {
-        const { reason, fields } = err instanceof Rejection ? err : OVERRIDE_REJECTION;
-        onRejected?.(method.path, REASON_LABEL[reason]);
-        const dropped = lines.take();
-        if (dropped !== undefined)
-          call.ctx.logger.warn(dropped > 0 ? { ...fields, reason, dropped } : { ...fields, reason }, "unauthenticated");
-        throw unauthenticated();
+        throw rejected(call.ctx, method.path, err);
       }
-      // Awaited: an async function returning a promise adopts it through one more job than an await takes.
+      if (scopes) {
+        const missing = missingScopes(call.ctx.claims, scopes);
+        if (missing.length > 0) {
+          const dropped = lines.take();
+          if (dropped !== undefined) call.ctx.logger.warn(dropped > 0 ? { missing, dropped } : { missing }, "permission denied");
+          throw permissionDenied(missing);
+        }
+      }
       return await next(call);
     };
   };
+}
+
+/** Scopes in the protos with no credential source configured: nobody's scopes can be checked, so every call is let in. */
+function warnUnenforcedScopes(services: readonly AuthScope[], overrides: ReadonlyMap<string, AuthScope>): void {
+  const scoped = services
+    .filter((s) => !overrides.has(s.desc.typeName))
+    .flatMap((s) => s.desc.methods)
+    .filter((m) => (authRule(m)?.scopes.length ?? 0) > 0 && !authRule(m)?.public)
+    .map((m) => `${m.parent.typeName}/${m.name}`);
+  if (scoped.length > 0)
+    rootLogger().warn(
+      { methods: scoped },
+      "these methods require token scopes in their proto, but authentication is off: anyone may call them",
+    );
 }

@@ -1,4 +1,5 @@
-import type { DescField, DescMessage, DescService } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
+import type { AuthRule } from "../auth/rules.js";
 import { streamsResponses } from "../call/types.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import { rules, type Schema, SchemaBuilder, simpleSchema } from "./schemas.js";
@@ -11,6 +12,8 @@ export interface OpenApiOptions {
   services: readonly DescService[];
   /** JWT auth is on: a bearer `Authorization` scheme. */
   jwt?: boolean;
+  /** Each method's rule from its proto (grpcsvc.v1.auth): public operations get `security: []`, scopes are listed. */
+  rules?: (method: DescMethod) => AuthRule | undefined;
   /** API-key auth is on: an `x-api-key` header scheme. */
   apiKey?: boolean;
   /** The gateway forwards `x-api-key` (HTTP_HEADER_PREFIXES covers it); else the scheme says how to turn that on. */
@@ -50,6 +53,7 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
   const paths: Record<string, Record<string, unknown>> = {};
   const bindingCount = new Map<string, number>();
   const usedTags = new Set<string>();
+  const authOn = options.jwt === true || options.apiKey === true;
 
   for (const route of routes) {
     const info = route.method.info;
@@ -93,6 +97,15 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
         default: { description: "An unexpected error response.", schema: schemas.status() },
       },
     };
+    if (authOn) {
+      const rule = options.rules?.(info.desc);
+      if (rule?.public) operation.security = [];
+      else if (rule && rule.scopes.length > 0) {
+        // OpenAPI 2.0 gives scopes to oauth2 schemes only: noted in an extension and the description instead.
+        operation["x-required-scopes"] = rule.scopes;
+        operation.description += `\n\nRequires the token scopes: ${rule.scopes.map((s) => `\`${s}\``).join(", ")} (else 403 PERMISSION_DENIED).`;
+      }
+    }
     if (route.rawRequest) operation.consumes = ANY_MEDIA_TYPE;
     if (route.rawResponse) operation.produces = ANY_MEDIA_TYPE;
     else if (streaming) operation.produces = options.sse ? ["application/x-ndjson", "text/event-stream"] : ["application/x-ndjson"];

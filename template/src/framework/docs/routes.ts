@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { authRule } from "../auth/rules.js";
 import type { ServedService } from "../call/handlers.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { Config } from "../config/schema.js";
@@ -68,6 +69,9 @@ function escapeHtml(text: string): string {
  */
 export function registerSwagger(app: FastifyInstance, { config, services, routes, httpPort }: SwaggerContext): void {
   const descs = services.map((s) => s.desc);
+  const overridden = new Set(
+    services.filter((s) => typeof (s as { authorize?: unknown }).authorize === "function").map((s) => s.desc.typeName),
+  );
   const stem = documentStem(descs);
   const docName = `${stem}.swagger.json`;
   const title = () => config.APP_NAME || readPackageJson().name || stem;
@@ -82,7 +86,9 @@ export function registerSwagger(app: FastifyInstance, { config, services, routes
       title: title(),
       version: readPackageJson().version ?? "",
       services: descs,
-      jwt: config.JWT_SECRET !== undefined,
+      jwt: config.JWT_SECRET !== undefined || config.JWT_JWKS_URL !== undefined || config.JWT_OIDC_ISSUER !== undefined,
+      // A service's `authorize` override decides alone: its methods' proto rules do not apply.
+      rules: (method) => (overridden.has(method.parent.typeName) ? undefined : authRule(method)),
       apiKey: config.API_KEYS.length > 0,
       apiKeyForwarded: config.HTTP_HEADER_PREFIXES.some((p) => p !== "" && "x-api-key".startsWith(p.toLowerCase())),
       sse: !config.DISABLE_SSE_MARSHALER,

@@ -4,8 +4,8 @@ import { readdirSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../../..");
-/** Generated code the framework may import: the vendored protos' (google/, grpc/), not your packages'. */
-const VENDORED_GEN = /^src\/gen\/(google|grpc)\//;
+/** Generated code the framework may import: the vendored protos' (google/, grpc/, the framework's grpcsvc/), not your packages'. */
+const VENDORED_GEN = /^src\/gen\/(google|grpc|grpcsvc)\//;
 /** Module specifiers in import/export statements and dynamic imports. */
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm;
 
