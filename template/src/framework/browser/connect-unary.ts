@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn } from "../call/deadline.js";
 import { binaryCodec } from "../codec/codec.js";
+import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
@@ -42,7 +43,7 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
         let request: Message;
         try {
           request = json
-            ? fromJsonString(info.desc.input, body.toString("utf8"), { ignoreUnknownFields: true })
+            ? fromJsonString(info.desc.input, jsonText(body), { ignoreUnknownFields: true })
             : binaryCodec(info.desc.input).decode(body);
         } catch (err) {
           return sendError(res, new ConnectError(`cannot decode request: ${(err as Error).message}`, ConnectCode.InvalidArgument));
@@ -70,6 +71,13 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
       if (!res.headersSent) res.destroy();
     });
   return true;
+}
+
+/** A JSON body as text, refused when nested too deep before anything is parsed. */
+function jsonText(body: Buffer): string {
+  const text = body.toString("utf8");
+  if (jsonTooDeep(text)) throw new Error(TOO_DEEP);
+  return text;
 }
 
 /** Connect's unary error: the code's HTTP status, its JSON body, the error's metadata as headers. */

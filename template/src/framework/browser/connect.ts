@@ -24,6 +24,7 @@ import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
 import { GrpcError } from "../call/status.js";
 import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
+import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
@@ -150,6 +151,25 @@ function implementation(method: BoundMethod, path: string) {
   };
 }
 
+const utf8 = new TextDecoder();
+
+/**
+ * Connect's JSON options. `textDecoder` is how its JSON serialization reads a message's bytes as text,
+ * right before parsing them (createJsonSerialization takes it; the router's option type leaves it out,
+ * hence no object literal there): text nested too deep is refused there, before JSON.parse builds it,
+ * and Connect reports the error as invalid_argument. browser-protocols' deep-JSON test guards it.
+ */
+const JSON_OPTIONS = {
+  ignoreUnknownFields: true,
+  textDecoder: {
+    decode(data: Uint8Array): string {
+      const text = utf8.decode(data);
+      if (jsonTooDeep(text)) throw new ConnectError(TOO_DEEP, ConnectCode.InvalidArgument);
+      return text;
+    },
+  },
+};
+
 /**
  * Clamps a timeout header beyond what a timer holds: Connect would arm its deadline timer with it,
  * and Node fires an overflowing timer at once. A deadline that far away is no deadline in practice.
@@ -185,7 +205,7 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
     readMaxBytes: options.readMaxBytes,
     writeMaxBytes: options.writeMaxBytes,
     acceptCompression: [compressionGzip, compressionBrotli],
-    jsonOptions: { ignoreUnknownFields: true },
+    jsonOptions: JSON_OPTIONS,
   });
   for (const method of options.methods) {
     router.rpc(method.info.desc as never, implementation(method, method.info.path) as never);

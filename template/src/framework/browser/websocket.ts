@@ -14,6 +14,7 @@ import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError, SHUTTING_DOWN } from "../call/status.js";
 import { type MethodInfo, streamsRequests } from "../call/types.js";
 import { binaryCodec } from "../codec/codec.js";
+import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { httpError } from "../errors/http.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
@@ -407,6 +408,7 @@ class StreamCall implements Watched {
 
   #decode(text: string): Message {
     const input = this.#info.desc.input;
+    if (jsonTooDeep(text)) throw new GrpcError(Code.INVALID_ARGUMENT, `malformed request message: ${TOO_DEEP}`);
     const message = fromJsonString(input, text, JSON_READ);
     // protobuf-es's merge, not the compiled codec: a decode that falls back half-way would have changed the message.
     if (this.#target.fromUrl) mergeFromBinary(input, message, this.#target.fromUrl);

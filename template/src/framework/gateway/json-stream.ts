@@ -1,6 +1,7 @@
 import type { Readable } from "node:stream";
 import type { Message } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../call/status.js";
+import { MAX_JSON_DEPTH, TOO_DEEP } from "../codec/json-depth.js";
 import { MessageTooLargeError } from "../errors/http.js";
 import { utf8Text } from "../server/http-server.js";
 
@@ -44,6 +45,11 @@ export class JsonSplitter {
   /** Bytes of the value in progress carried over from earlier chunks. */
   #parts: Buffer[] = [];
   #carried = 0;
+  /**
+   * Set once a value nests deeper than MAX_JSON_DEPTH (counted here for free, before anything is
+   * parsed): the values completed before it are still returned, then nothing more is read.
+   */
+  tooDeep = false;
 
   /** `maxBytes`: the largest message accepted; a larger one fails with MessageTooLargeError (RESOURCE_EXHAUSTED, 413). */
   constructor(readonly maxBytes: number) {}
@@ -51,6 +57,7 @@ export class JsonSplitter {
   /** The values `chunk` completes, in order (views of the chunk where possible). */
   push(chunk: Buffer): Buffer[] {
     const values: Buffer[] = [];
+    if (this.tooDeep) return values;
     const length = chunk.length;
     let start = this.#state === State.Idle ? -1 : 0;
     let i = 0;
@@ -89,8 +96,14 @@ export class JsonSplitter {
         case State.Nested: {
           const byte = chunk[i++]!;
           if (byte === QUOTE) this.#state = State.String;
-          else if (byte === 0x7b || byte === 0x5b) this.#depth++;
-          else if ((byte === 0x7d || byte === 0x5d) && --this.#depth === 0) {
+          else if (byte === 0x7b || byte === 0x5b) {
+            if (++this.#depth > MAX_JSON_DEPTH) {
+              this.tooDeep = true;
+              this.#parts = [];
+              this.#carried = 0;
+              return values;
+            }
+          } else if ((byte === 0x7d || byte === 0x5d) && --this.#depth === 0) {
             values.push(this.#take(chunk, start, i));
             this.#state = State.Idle;
           }
@@ -117,7 +130,7 @@ export class JsonSplitter {
 
   /** At the end of the body: a last literal (`3` with no newline after it), or an error if a value is unfinished. */
   end(): Buffer | undefined {
-    if (this.#state === State.Idle) return undefined;
+    if (this.#state === State.Idle || this.tooDeep) return undefined;
     if (this.#state === State.Literal) {
       this.#state = State.Idle;
       return this.#take(Buffer.alloc(0), 0, 0);
@@ -217,6 +230,8 @@ export function jsonMessages(
     async next() {
       while (next === pending.length) {
         if (finished) return DONE;
+        // Refused at once, without waiting for more of the body (a bidi client may be waiting for an answer).
+        if (splitter.tooDeep) throw new GrpcError(Code.INVALID_ARGUMENT, `request message ${index + 1}: ${TOO_DEEP}`);
         const chunk = await nextChunk();
         next = 0;
         if (finished) pending = [];

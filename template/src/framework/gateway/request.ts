@@ -12,6 +12,7 @@ import {
 } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { Code, GrpcError } from "../call/status.js";
+import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { RawBody, rawRequestMessage } from "./http-body.js";
 import { jsonReader } from "./json-reader.js";
 import type { GatewayRoute } from "./routes.js";
@@ -154,6 +155,7 @@ function culprit(input: DescMessage, json: JsonObject, prefix: string): string |
 /** The JSON body parsed, or undefined when the route takes none (or a raw HttpBody) or the body is empty. */
 function bodyJson(route: GatewayRoute, body: string | RawBody | undefined): JsonValue | undefined {
   if (route.rawRequest || route.body === "" || typeof body !== "string" || body.trim() === "") return undefined;
+  if (jsonTooDeep(body)) throw invalid(`request body: ${TOO_DEEP}`);
   try {
     return JSON.parse(body) as JsonValue;
   } catch (err) {
