@@ -86,7 +86,7 @@ describe("a stream's deadline ends the call even when the handler ignores its si
           port: url.port,
           path: url.pathname,
           method: "POST",
-          headers: { "grpc-timeout": "200m" },
+          headers: { "grpc-timeout": "200m", "content-type": "application/x-ndjson" },
         });
         req.write(`${JSON.stringify({ text: "hi" })}\n`); // and the body stays open
         const [res] = (await once(req, "response")) as [IncomingMessage];

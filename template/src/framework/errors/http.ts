@@ -22,6 +22,13 @@ export class MessageTooLargeError extends GrpcError {
   }
 }
 
+/** A request body of a content type the route does not take: INVALID_ARGUMENT, answered 415 (Unsupported Media Type). */
+export class UnsupportedMediaTypeError extends GrpcError {
+  constructor(message: string) {
+    super(Code.INVALID_ARGUMENT, message);
+  }
+}
+
 /** Any failure as the gateway's JSON error: the status from the code table, `{"code","message","details"}`. */
 export function httpError(err: unknown): HttpError {
   const status = asGrpcError(err) ?? new GrpcError(Code.INTERNAL, "internal error");
@@ -31,7 +38,8 @@ export function httpError(err: unknown): HttpError {
   if (status.code === Code.UNAUTHENTICATED) headers["www-authenticate"] = "Bearer";
   const retryAfter = status.metadata.get("retry-after")[0];
   if (typeof retryAfter === "string") headers["retry-after"] = retryAfter;
-  const httpStatus = status instanceof MessageTooLargeError ? 413 : httpStatusFromCode(status.code);
+  const httpStatus =
+    status instanceof MessageTooLargeError ? 413 : status instanceof UnsupportedMediaTypeError ? 415 : httpStatusFromCode(status.code);
   return { status: httpStatus, code: status.code, body: statusJson(status.code, status.message, details), headers };
 }
 

@@ -7,7 +7,7 @@ import { drained } from "../call/drained.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
-import { httpError, sendHttpError } from "../errors/http.js";
+import { httpError, sendHttpError, UnsupportedMediaTypeError } from "../errors/http.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
 import { jsonReader } from "./json-reader.js";
@@ -215,6 +215,11 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     const body = req.raw;
     let requests: AsyncIterator<Message> | undefined;
     try {
+      const refused = streamTypeRefusal(req.headers["content-type"]);
+      if (refused) {
+        await sendError(reply, refused, NO_CALL, false, traceHeader);
+        return;
+      }
       const deadline = deadlineIn(parseGrpcTimeout(req.headers["grpc-timeout"]));
       const decode = streamMessageDecoder(route, segments, q === -1 ? "" : url.slice(q + 1));
       requests = jsonMessages(body, maxMessageBytes, decode);
@@ -301,6 +306,27 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   app.route({ method: allMethods, url: "/*", ...routeOptions });
   app.route({ method: allMethods, url: "/", ...routeOptions });
   return (path) => router.methodsAt(path);
+}
+
+/** The media types a streamed request body may declare (parameters such as charset aside). */
+const STREAM_BODY_TYPES = new Set(["application/x-ndjson", "application/json"]);
+
+/**
+ * A streamed request body must declare a JSON type, as a unary body must (http-server's parser answers
+ * 415 there): a body sent as text/plain, a form or multipart, or with no type at all, is one a page on
+ * any site may post without a CORS preflight, so taking it would let such a page reach the handler.
+ * The 415 carries INVALID_ARGUMENT, as the unary one does.
+ */
+function streamTypeRefusal(type: string | undefined): GrpcError | undefined {
+  if (type !== undefined) {
+    const semi = type.indexOf(";");
+    if (STREAM_BODY_TYPES.has((semi === -1 ? type : type.slice(0, semi)).trim().toLowerCase())) return undefined;
+  }
+  const message =
+    type === undefined
+      ? "missing Content-Type: send application/x-ndjson or application/json"
+      : `unsupported content type "${type}": send application/x-ndjson or application/json`;
+  return new UnsupportedMediaTypeError(message);
 }
 
 /** Whether a request goes to a route that takes a google.api.HttpBody (asked by the body parsers, before the handler). */
