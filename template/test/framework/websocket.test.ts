@@ -50,7 +50,7 @@ async function refusal(url: string, headers: Record<string, string>): Promise<{ 
     req.on("response", (res) => {
       let text = "";
       res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      res.on("end", () => resolve({ status: res.statusCode!, body: text === "" ? undefined : JSON.parse(text) }));
     });
     req.on("upgrade", () => reject(new Error("the upgrade was accepted")));
     req.on("error", reject);
@@ -167,9 +167,14 @@ describe("WebSocket streams", () => {
     assert.deepEqual(refused.body, { code: 7, message: "origin not allowed: add it to CORS_ALLOWED_ORIGINS", details: [] });
   });
 
-  test("unary methods and unknown paths are not WebSocket routes (404)", async () => {
-    for (const path of ["/fixture.v1.FixtureService/Echo", "/api/v1/echo", "/nowhere"]) {
-      assert.equal((await refusal(`${ws}${path}`, {})).status, 404, path);
+  test("unary methods and unknown paths are not WebSocket routes: the upgrade is not taken, the request is served as plain HTTP", async () => {
+    for (const [path, status] of [
+      ["/fixture.v1.FixtureService/Echo", 415], // a Connect GET without its query
+      ["/api/v1/echo", 405],
+      ["/nowhere", 404],
+      ["/healthcheck", 200],
+    ] as const) {
+      assert.equal((await refusal(`${ws}${path}`, {})).status, status, path);
     }
   });
 

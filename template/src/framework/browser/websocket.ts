@@ -112,7 +112,15 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     const closed = [...server.open].map((call) => call.goingAway());
     await Promise.all(closed);
   });
-  acceptUpgrades(app, (req, socket, head) => {
+  /** A WebSocket upgrade to a path with a streaming method; any other upgrade is served as a plain request. */
+  const accepts = (req: IncomingMessage): boolean => {
+    if (req.headers.upgrade?.toLowerCase() !== "websocket") return false;
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    return byPath.has(path) || router.match("GET", path).kind !== "not-found";
+  };
+  acceptUpgrades(app, accepts, (req, socket, head) => {
     const target = resolve(req.url ?? "/", byPath, router, socket);
     if (!target) return;
     if (!originAllowed(req, options.cors))

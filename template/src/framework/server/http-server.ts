@@ -124,7 +124,14 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
     handler(req, res);
   };
   const server: Server = createServer(
-    { headersTimeout: HTTP_LIMITS.headersTimeoutMs, maxHeaderSize: HTTP_LIMITS.maxHeaderSize, requireHostHeader: false },
+    {
+      headersTimeout: HTTP_LIMITS.headersTimeoutMs,
+      maxHeaderSize: HTTP_LIMITS.maxHeaderSize,
+      requireHostHeader: false,
+      // Only an upgrade someone takes is one (see acceptUpgrades): Node would hand every request carrying
+      // `Upgrade` to the upgrade listener, so `Upgrade: h2c` (curl --http2, Java's HttpClient) got a 404.
+      shouldUpgradeCallback: (req) => upgradeFilters.get(server)?.(req) ?? false,
+    },
     serve,
   );
   // Connections that have not sent a whole request yet: see closeRequestlessConnectionsOnClose.
@@ -182,13 +189,23 @@ const requestlessSockets = new WeakMap<Server, Set<Socket>>();
 /** Answers an upgrade request that is not taken: a JSON error, then close. */
 export const refuseUpgrade = answerOnSocket;
 
+/** Per server, which requests carrying `Upgrade` are upgrades (given to acceptUpgrades). */
+const upgradeFilters = new WeakMap<Server, (req: IncomingMessage) => boolean>();
+
 /**
- * Hands `Upgrade` requests (WebSocket) to `handler`. Node emits them apart from requests: the
- * socket counts as in flight from here (shutdown no longer closes it as idle), and once closing
- * began new upgrades are refused with 503 like requests.
+ * Hands the `Upgrade` requests `accepts` takes (WebSocket, at the paths it serves) to `handler`. Any
+ * other request carrying `Upgrade` (h2c, an unknown protocol, a WebSocket to a path served otherwise:
+ * the probes) is served as a plain HTTP/1.1 request, the header ignored (RFC 9110 §7.8 lets a server
+ * do so). Node emits upgrades apart from requests: the socket counts as in flight from here (shutdown
+ * no longer closes it as idle), and once closing began new upgrades are refused with 503 like requests.
  */
-export function acceptUpgrades(app: FastifyInstance, handler: (req: IncomingMessage, socket: Duplex, head: Buffer) => void): void {
+export function acceptUpgrades(
+  app: FastifyInstance,
+  accepts: (req: IncomingMessage) => boolean,
+  handler: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
+): void {
   const server = app.server;
+  upgradeFilters.set(server, accepts);
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     requestlessSockets.get(server)?.delete(req.socket);
     if (closingServers.has(server)) return refuseUpgrade(socket, 503, Code.UNAVAILABLE, "server is shutting down");
