@@ -56,8 +56,12 @@ export function report(plan: UpdatePlan, r: ReportInput): string {
         " (`git diff --check` lists the markers left; package.json keys are listed above and keep your value), then commit.",
     );
   }
+  // make test-framework too: the framework is what changed, and its own suite is what covers it.
   if (!r.dryRun && touched) {
-    lines.push("Review with `git diff`, then run:", "  npm install", "  make generate", "  make test");
+    lines.push("Review with `git diff`, then run:", "  npm install", "  make generate", "  make test test-framework");
+  }
+  if (r.dryRun && touched) {
+    lines.push("To apply it: commit or stash your changes, run update without --dry-run, then npm install, make generate, make test test-framework.");
   }
   return `${lines.join("\n")}\n`;
 }

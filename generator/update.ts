@@ -39,7 +39,7 @@ function git(dir: string, args: string[]): { status: number | null; out: string;
   return { status: r.status, out: r.stdout ?? "", missing: (r.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT" };
 }
 
-/** The merge must be reviewable as one diff: refuse a dirty tree (or no repository) unless --force. */
+/** The merge must be reviewable as one diff: refuse a dirty tree (or no repository) unless --force (or --dry-run). */
 export function assertCleanTree(root: string, force: boolean): void {
   if (force) return;
   const inside = git(root, ["rev-parse", "--is-inside-work-tree"]);
@@ -82,7 +82,8 @@ function obtainBase(args: UpdateArgs, rec: GenerationRecord, work: string): Base
 export async function runUpdate(args: UpdateArgs, ctx: UpdateContext): Promise<number> {
   const root = findGeneratedRepo(ctx.cwd);
   const rec = parseRecord(fs.readFileSync(path.join(root, RECORD_FILE), "utf8"));
-  assertCleanTree(root, args.force);
+  // A dry run writes nothing, so it needs no clean tree to be reviewable.
+  assertCleanTree(root, args.force || args.dryRun);
   if (compareVersions(rec.version, ctx.version) > 0) {
     throw new UsageError(`this repo is on create-grpc-svc ${rec.version}, newer than this one (${ctx.version}): run npm create grpc-svc@latest -- update`);
   }

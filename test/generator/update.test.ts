@@ -344,7 +344,7 @@ describe("update from template A to template B", () => {
   it("replaces the lockfile the team never touched, records the new version and names the next commands", () => {
     assert.match(read(f.repo, "package-lock.json"), /"version": "1.1.0"/);
     assert.equal(parseRecord(read(f.repo, RECORD_FILE)).options.adminPort, 9100);
-    assert.match(r.stdout, /npm install\n {2}make generate\n {2}make test\n/);
+    assert.match(r.stdout, /npm install\n {2}make generate\n {2}make test test-framework\n/);
   });
 });
 
@@ -450,6 +450,13 @@ describe("bad input: one line, nothing written", () => {
     const r = update(f, "--base", f.baseTgz);
     assertOneLineError(r, /uncommitted change.*src\/framework\/untouched\.ts.*commit or stash first, or pass --force/);
     assert.equal(r.stdout, "");
+    assert.ok(!fs.existsSync(path.join(f.repo, "src/framework/new.ts")));
+    // A dry run writes nothing: it runs on the dirty tree, and leaves it as it was.
+    const dry = update(f, "--dry-run", "--base", f.baseTgz);
+    assert.equal(dry.status, 1, dry.stderr);
+    assert.match(dry.stdout, /Nothing was written \(--dry-run\)/);
+    assert.match(dry.stdout, /run update without --dry-run, then npm install, make generate, make test test-framework\.$/m);
+    assert.equal(read(f.repo, "src/framework/untouched.ts"), "// uncommitted\n");
     assert.ok(!fs.existsSync(path.join(f.repo, "src/framework/new.ts")));
     const forced = update(f, "--force", "--base", f.baseTgz);
     assert.equal(forced.status, 1, forced.stderr);

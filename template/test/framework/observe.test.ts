@@ -3,7 +3,7 @@
 // beyond this machine. promtool checks the Prometheus config in test/system/observe-promtool.test.ts.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -129,4 +129,24 @@ test("Grafana gets the Prometheus datasource the dashboard's variable lists, and
 test("Jaeger receives OTLP over HTTP on the port docs/observability.md's OTEL_EXPORTER_OTLP_ENDPOINT names", () => {
   assert.ok(compose.services.jaeger.ports.includes("127.0.0.1:4318:4318"));
   assert.match(read("docs/observability.md"), /OTEL_EXPORTER_OTLP_ENDPOINT=http:\/\/127\.0\.0\.1:4318/);
+});
+
+test("make observe without Docker Compose says in one line what to install, and starts nothing", () => {
+  // A docker without the compose plugin answers `docker compose` as docker 20+ does.
+  const bin = mkdtempSync(join(tmpdir(), "observe-no-compose-"));
+  try {
+    writeFileSync(join(bin, "docker"), "#!/bin/sh\necho \"unknown shorthand flag: 'f' in -f\" >&2\nexit 125\n", { mode: 0o755 });
+    const r = spawnSync("make", ["-s", "observe"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+    });
+    assert.notEqual(r.status, 0);
+    const lines = r.stderr.split("\n").filter((l) => l !== "" && !l.startsWith("make: ***"));
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0] as string, /^make observe needs Docker Compose .*docker-compose-plugin/);
+    assert.doesNotMatch(r.stderr + r.stdout, /unknown shorthand flag/);
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
 });

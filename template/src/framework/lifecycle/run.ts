@@ -21,7 +21,11 @@ export async function run(services: ServiceImpl[]): Promise<App> {
       process.exit(1);
     }
     signalled = true;
-    app.log.info({ signal }, "signal received");
+    // The drain takes seconds with nothing to show (GRPC_GRACEFUL_DURATION_IN_SECONDS): say how to skip it.
+    app.log.info(
+      { signal, budgetSeconds: app.config.SHUTDOWN_DURATION_IN_SECONDS },
+      `signal received: stopping gracefully (at most ${app.config.SHUTDOWN_DURATION_IN_SECONDS} s); a second Ctrl-C or signal stops at once`,
+    );
     // The app bounds every step by the budget; this catches what it cannot (a start-up stuck in preStart).
     const budgetMs = app.config.SHUTDOWN_DURATION_IN_SECONDS * 1000;
     setTimeout(() => {
