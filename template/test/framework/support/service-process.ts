@@ -32,13 +32,21 @@ export const FIXTURE_MAIN = "test/framework/fixtures/fixture-main.ts";
 const running: ChildProcess[] = [];
 
 /** Starts `entry` (relative to the template, e.g. FIXTURE_MAIN) on free loopback ports. */
-export function startServiceProcess(entry: string, settings: Record<string, string> = {}): ServiceProcess {
+export function startServiceProcess(
+  entry: string,
+  settings: Record<string, string> = {},
+  options: {
+    /** Runs node through another command, given node's path and arguments (e.g. `unshare` for a private /etc/hosts). */
+    wrap?: (argv: string[]) => string[];
+  } = {},
+): ServiceProcess {
   const env: Record<string, string> = {};
   for (const name of ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"]) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+  const [file, ...args] = (options.wrap ?? ((argv) => argv))([process.execPath, "--import", "tsx", entry]);
+  const child = spawn(file!, args, {
     cwd: TEMPLATE_DIR,
     env: {
       ...env,
