@@ -442,10 +442,22 @@ export const GRPC_BODY = path.join(tmp, "echo.grpc");
   writeFileSync(GRPC_BODY, frame);
 }
 
-export function h2loadArgs(port: number, shape: H2Shape = DEFAULT_SHAPE): string[] {
+export const JSON_BODY = path.join(tmp, "echo.json");
+writeFileSync(JSON_BODY, HTTP_BODY);
+
+/** What h2load posts: gRPC Echo (the default), or another body and headers (Connect JSON over HTTP/2). */
+export interface H2Request {
+  body: string;
+  headers: string[];
+}
+
+export const GRPC_REQUEST: H2Request = { body: GRPC_BODY, headers: ["content-type: application/grpc", "te: trailers"] };
+export const CONNECT_JSON_REQUEST: H2Request = { body: JSON_BODY, headers: ["content-type: application/json"] };
+
+export function h2loadArgs(port: number, shape: H2Shape = DEFAULT_SHAPE, request: H2Request = GRPC_REQUEST): string[] {
   return [
-    ...["-c", String(shape.clients), "-m", String(shape.streams), "-t", "1", "-d", GRPC_BODY],
-    ...["-H", "content-type: application/grpc", "-H", "te: trailers"],
+    ...["-c", String(shape.clients), "-m", String(shape.streams), "-t", "1", "-d", request.body],
+    ...request.headers.flatMap((h) => ["-H", h]),
     `http://127.0.0.1:${port}${ECHO_PATH}`,
   ];
 }
@@ -463,11 +475,11 @@ export function h2loadRate(out: string): number {
  * answer OK is an error (the server may count a few more OK calls than h2load: those in flight when it
  * stopped). Latencies come from h2load's per-request log.
  */
-export async function h2load(s: Server, seconds: number, shape: H2Shape = DEFAULT_SHAPE): Promise<Run> {
+export async function h2load(s: Server, seconds: number, shape: H2Shape = DEFAULT_SHAPE, request: H2Request = GRPC_REQUEST): Promise<Run> {
   const logFile = path.join(tmp, "h2load.log");
   const before = await s.counts();
   const cpu = cpuTime(s.child.pid);
-  const out = await run("h2load", ["-D", String(seconds), "--log-file", logFile, ...h2loadArgs(s.port, shape)]);
+  const out = await run("h2load", ["-D", String(seconds), "--log-file", logFile, ...h2loadArgs(s.port, shape, request)]);
   const cpuUsed = cpuTime(s.child.pid) - cpu;
   const after = await s.counts();
   const rps = h2loadRate(out);

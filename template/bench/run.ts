@@ -11,7 +11,7 @@
 //
 // Tunables (environment): BENCH_SECONDS (per run, 6), BENCH_RUNS (3), BENCH_WARMUP (seconds, 3),
 // BENCH_SSE_CLIENTS (1000, also the WebSocket streams), BENCH_SSE_SECONDS (10, also WebSocket),
-// BENCH_ONLY (some of grpc,streams,http,browser,sse,ws,startup),
+// BENCH_ONLY (some of grpc,streams,http,browser,http2,sse,ws,startup),
 // BENCH_JSON (write the results there as JSON).
 
 import { readFileSync, writeFileSync } from "node:fs";
@@ -19,6 +19,7 @@ import path from "node:path";
 import { WS_PROTOCOL } from "../src/framework/browser/websocket.js";
 import {
   BENCH_DIST,
+  CONNECT_JSON_REQUEST,
   checkGrpc,
   checkHttp,
   cpuTime,
@@ -310,6 +311,38 @@ async function browserGroup(): Promise<void> {
   await Promise.all([service, peer].map((s) => stop(s.child)));
 }
 
+/**
+ * HTTP/2 on the HTTP port: Connect JSON unary over h2c against @connectrpc/connect-node over h2c (h2load, same
+ * shape as the gRPC rows), and gRPC on the HTTP port with SINGLE_PORT=true against the same process's dedicated
+ * gRPC port.
+ */
+async function http2Group(): Promise<void> {
+  const service = await startService("ours: Connect on the HTTP port over HTTP/2 (h2c)");
+  const ours = { ...service, port: service.httpPort };
+  const peer = await startBench("@connectrpc/connect-node over HTTP/2 (h2c)", "connect.ts", "grpc");
+  const connect = await measure([ours, peer], (s, seconds) => h2load(s, seconds, undefined, CONNECT_JSON_REQUEST));
+  section(`Connect JSON unary POST ${ECHO_PATH} over HTTP/2 (h2c) — h2load ${h2loadArgs(0).slice(0, 6).join(" ")}`);
+  measuredRow("@connectrpc/connect-node, Connect JSON over HTTP/2 (peer)", connect.get(peer)!);
+  measuredRow("ours, Connect JSON over HTTP/2 through the full chain ÷ connect-node", connect.get(ours)!, {
+    m: connect.get(peer)!,
+    target: 1.0,
+  });
+  await Promise.all([service, peer].map((s) => stop(s.child)));
+
+  const single = await startService("ours: SINGLE_PORT=true", { SINGLE_PORT: "true" });
+  const dedicated = { ...single, name: "ours: the dedicated gRPC port" };
+  const shared = { ...single, name: "ours: gRPC on the HTTP port (SINGLE_PORT=true)", port: single.httpPort };
+  for (const s of [dedicated, shared]) await checkGrpc(s);
+  const grpc = await measure([dedicated, shared], (s, seconds) => h2load(s, seconds));
+  section(`gRPC unary Echo on the single port — h2load ${h2loadArgs(0).slice(0, 6).join(" ")}, one process serving both ports`);
+  measuredRow("ours, the dedicated gRPC port (reference)", grpc.get(dedicated)!);
+  measuredRow("ours, gRPC on the HTTP port (SINGLE_PORT=true) ÷ the dedicated port", grpc.get(shared)!, {
+    m: grpc.get(dedicated)!,
+    target: 0.9,
+  });
+  await stop(single.child);
+}
+
 /** WebSocket: SSE_CLIENTS concurrent bidi Chat streams, each client sending a message every 100 ms. */
 async function wsGroup(): Promise<void> {
   const ours = await startService("ours: default configuration (WebSocket)");
@@ -418,7 +451,7 @@ async function main(): Promise<void> {
   const header = machine(pin());
   process.stderr.write(`${header.join("\n")}\n\n`);
   const started = performance.now();
-  const only = new Set((process.env.BENCH_ONLY ?? "grpc,streams,http,browser,sse,ws,startup").split(","));
+  const only = new Set((process.env.BENCH_ONLY ?? "grpc,streams,http,browser,http2,sse,ws,startup").split(","));
   // Start-up is sampled in three batches across the bench: one moment of a slow machine then moves a third
   // of the samples, not the median.
   const batch = Math.ceil(STARTUP_RUNS / 3);
@@ -428,6 +461,7 @@ async function main(): Promise<void> {
   if (only.has("http")) await httpGroup();
   if (only.has("startup")) await startupSamples(batch);
   if (only.has("browser")) await browserGroup();
+  if (only.has("http2")) await http2Group();
   if (only.has("sse")) await sseGroup();
   if (only.has("ws")) await wsGroup();
   if (only.has("startup")) {

@@ -152,7 +152,7 @@ for (const tls of [false, true]) {
       assert.match(err.rawMessage, /HTTP 505/);
     });
 
-    test("REST, SSE and the health route answer over HTTP/2", async () => {
+    test("REST, SSE, NDJSON streams (both ways) and the health route answer over HTTP/2", async () => {
       const session = connectHttp2(server.httpUrl, ca ? { ca } : {});
       try {
         assert.match(await requestText(session, "/healthcheck"), /"app":"example"/);
@@ -166,6 +166,21 @@ for (const tls of [false, true]) {
         const sse = await requestText(session, "/api/v1/countdown/2", { accept: "text/event-stream" });
         assert.match(sse, /data: .*"remaining":2/);
         assert.match(sse, /data: .*"remaining":1/);
+        const ndjson = await requestText(session, "/api/v1/countdown/2");
+        assert.deepEqual(
+          ndjson
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as unknown),
+          [{ result: { remaining: 2 } }, { result: { remaining: 1 } }],
+        );
+        const sum = await requestText(
+          session,
+          "/api/v1/sum",
+          { "content-type": "application/x-ndjson" },
+          '{"value":1}\n{"value":2}\n{"value":39}\n',
+        );
+        assert.deepEqual(JSON.parse(sum), { sum: "42", count: 3 });
       } finally {
         session.close();
       }

@@ -5,11 +5,15 @@
  * grpc_server_handled_total per call.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { createClient as createConnectClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { credentials } from "@grpc/grpc-js";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { createClient } from "../../src/framework/client/client.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
@@ -119,6 +123,51 @@ describe("SINGLE_PORT=true: every protocol on the HTTP port", () => {
       });
       assert.deepEqual(frames, [{ result: { remaining: 2 } }, { result: { remaining: 1 } }, { end: {} }]);
     });
+  });
+});
+
+describe("SINGLE_PORT=true with TLS on the HTTP port", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "single-port-"));
+  const file = (name: string) => path.join(dir, name);
+  let server: TestServer;
+  before(async () => {
+    execFileSync(
+      "openssl",
+      [
+        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"],
+        ...["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        ...["-keyout", file("http.key"), "-out", file("http.crt")],
+      ],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    server = await startTestServer([exampleService], {
+      SINGLE_PORT: "true",
+      HTTP_TLS_CERT_FILE: file("http.crt"),
+      HTTP_TLS_KEY_FILE: file("http.key"),
+    });
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a grpc-js client over TLS (ALPN h2) and connect-node over TLS share the port", async () => {
+    const ca = readFileSync(file("http.crt"));
+    const client = createClient(ExampleService, `127.0.0.1:${new URL(server.httpUrl).port}`, {
+      maxAttempts: 1,
+      credentials: credentials.createSsl(ca),
+      channelOptions: { "grpc.ssl_target_name_override": "localhost" },
+    });
+    try {
+      assert.equal((await client.echo({ message: "grpc over tls" })).message, "grpc over tls");
+    } finally {
+      client.close();
+    }
+    const connect = createConnectClient(
+      ExampleService,
+      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "2", nodeOptions: { ca, servername: "localhost" } }),
+    );
+    assert.equal((await connect.echo({ message: "connect over tls" })).message, "connect over tls");
   });
 });
 
