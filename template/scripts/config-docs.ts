@@ -39,6 +39,16 @@ const groups: [heading: string, names: Name[]][] = [
       "GRPC_TLS_KEY_FILE",
     ],
   ],
+  [
+    "gRPC connections (rebalancing across replicas, keepalive)",
+    [
+      "GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS",
+      "GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS",
+      "GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS",
+      "GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS",
+      "GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS",
+    ],
+  ],
   ["Rate limit", ["RATE_LIMIT_PER_SECOND", "RATE_LIMIT_BURST"]],
   [
     "HTTP gateway",

@@ -16,6 +16,9 @@ function setting<T>(parse: p.Parser<T>, defaultValue: T, doc: string, secret = f
 
 const optional = <T>(parse: p.Parser<T>): p.Parser<T | undefined> => parse;
 
+/** The longest duration in seconds a setting armed as a timer may take (see GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS). */
+const MAX_TIMER_SECONDS = 20 * 86_400;
+
 /**
  * Every setting the framework reads, with its type, default and meaning.
  * The configuration table of docs/configuration.md is checked against this list by a test.
@@ -48,6 +51,32 @@ export const settings = {
   GRPC_MAX_RECV_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest request in bytes (gRPC message or HTTP body)"),
   GRPC_MAX_SEND_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest response message in bytes"),
   DISABLE_GRPC_REFLECTION: setting(p.boolean, false, "Turns off gRPC server reflection"),
+  // Timers hold at most 24.8 days (2^31-1 ms), and grpc-js adds up to 10 % to the age: 20 days stays under both.
+  GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: setting(
+    p.number(0, MAX_TIMER_SECONDS),
+    1800,
+    "A gRPC connection this old (±10 % jitter) is sent GOAWAY, so clients reconnect and spread over replicas (0 = never)",
+  ),
+  GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: setting(
+    p.number(0, MAX_TIMER_SECONDS),
+    30,
+    "Calls still running on a connection sent GOAWAY for its age get this long, then are cut (0 = no limit)",
+  ),
+  GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS: setting(
+    p.number(0, MAX_TIMER_SECONDS),
+    300,
+    "A gRPC connection without a call for this long is sent GOAWAY (0 = never)",
+  ),
+  GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS: setting(
+    p.number(0, MAX_TIMER_SECONDS),
+    10,
+    "A client pinging more often than this, with nothing sent back between, is sent GOAWAY too_many_pings at its 3rd strike (0 = any rate)",
+  ),
+  GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS: setting(
+    p.boolean,
+    true,
+    "false counts every ping on a connection without a call as a strike (grpc-go's default)",
+  ),
   GRPC_TLS_CERT_FILE: setting(optional(p.string), undefined, "PEM certificate for gRPC TLS (with GRPC_TLS_KEY_FILE)"),
   GRPC_TLS_KEY_FILE: setting(optional(p.string), undefined, "PEM private key for gRPC TLS (with GRPC_TLS_CERT_FILE)"),
   HTTP_TLS_CERT_FILE: setting(

@@ -5,10 +5,12 @@ import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { ServedService } from "../call/handlers.js";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
+import { type ConnectionAge, limitAge } from "./goaway.js";
 import { grpcHandler } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
 import { routeGrpcJsLogs } from "./grpc-js-logs.js";
 import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-rejections.js";
+import { enforceKeepalive, type KeepalivePolicy } from "./keepalive-policy.js";
 import type { BoundMethod } from "./methods.js";
 import { addReflection } from "./reflection.js";
 import { clampGrpcTimeout, joinRepeatedAuthorization } from "./request-headers.js";
@@ -47,6 +49,9 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
+    // The maximum age is not grpc-js's (see goaway.ts). Its idle timeout is: a client starting a call at that very
+    // moment is refused, which clients retry transparently. 0 leaves the option out: off.
+    "grpc.max_connection_idle_ms": millisOrUnset(config.GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS),
     // Nothing serves channelz here; with it on, grpc-js counts every call and message for it (a tracker with
     // four closures per call, a Date.now() per message). Off only where stopGrpc can reset the connections
     // itself: grpc-js's forceShutdown finds them in its channelz bookkeeping alone.
@@ -60,7 +65,16 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     }
     server.addService(grpcServiceDefinition(service.desc), implementation);
   }
-  wrapHttp2Servers(server);
+  wrapHttp2Servers(server, {
+    age: {
+      maxAgeMs: millisOrUnset(config.GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS),
+      graceMs: millisOrUnset(config.GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS),
+    },
+    keepalive: {
+      minTimeMs: config.GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS * 1000,
+      permitWithoutCalls: config.GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+    },
+  });
   readiness.addToServer(server);
   if (!config.DISABLE_GRPC_REFLECTION) {
     addReflection(server, [...services.map((s) => s.desc), Health]);
@@ -95,11 +109,13 @@ function canWrapHttp2Servers(server: object): server is Http2ServerMaker {
  * release renames it, start-up logs a warning, channelz stays on (see createGrpcServer), and the tests of
  * what the wrapper does fail.
  */
-function wrapHttp2Servers(server: Server): void {
+function wrapHttp2Servers(server: Server, { age, keepalive }: { age: ConnectionAge; keepalive: KeepalivePolicy }): void {
   // The method is private in grpc-js's types.
   const internals: object = server;
   if (!canWrapHttp2Servers(internals)) {
-    rootLogger().warn("grpc-js internals changed: deadlines over 24.8 days and repeated authorization headers are not guarded");
+    rootLogger().warn(
+      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers and clients' ping rate are not guarded, and connections have no maximum age",
+    );
     return;
   }
   const create = internals.createHttp2Server;
@@ -111,6 +127,8 @@ function wrapHttp2Servers(server: Server): void {
     guardRequestHeaders(http2Server);
     http2Server.on("session", (session: ServerHttp2Session) => {
       open.add(session);
+      limitAge(session, age);
+      enforceKeepalive(session, keepalive);
       session.once("close", () => open.delete(session));
     });
     return http2Server;
@@ -165,6 +183,11 @@ function guardRequestHeaders(http2Server: Http2Server): void {
     clampGrpcTimeout(headers);
     joinRepeatedAuthorization(headers, rawHeaders);
   });
+}
+
+/** A duration setting in grpc-js's milliseconds; 0 (off) leaves the option unset. */
+function millisOrUnset(seconds: number): number | undefined {
+  return seconds > 0 ? Math.max(1, Math.round(seconds * 1000)) : undefined;
 }
 
 /** Ends a connection at once with the code NGHTTP2_CANCEL: Node takes a number in place of the error, which its types leave out. */
