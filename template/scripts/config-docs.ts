@@ -37,6 +37,9 @@ const groups: [heading: string, names: Name[]][] = [
       "DISABLE_GRPC_REFLECTION",
       "GRPC_TLS_CERT_FILE",
       "GRPC_TLS_KEY_FILE",
+      "GRPC_TLS_CLIENT_CA_FILE",
+      "GRPC_TLS_CLIENT_AUTH",
+      "TLS_FILES_CHECK_SECONDS",
     ],
   ],
   [

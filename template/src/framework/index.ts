@@ -17,6 +17,7 @@ export type {
   ServiceHandlers,
   UnaryHandler,
 } from "./call/handlers.js";
+export type { PeerIdentity } from "./call/peer.js";
 export { RequestStream } from "./call/request-stream.js";
 export { ResponseStream } from "./call/response-stream.js";
 export { Code, codeName, GrpcError } from "./call/status.js";

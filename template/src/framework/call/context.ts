@@ -3,6 +3,7 @@ import { Metadata as GrpcMetadata } from "@grpc/grpc-js";
 import pino, { type Logger } from "pino";
 import { type CallAbortController, isAborted, LazyAbortController } from "./lazy-abort.js";
 import { setChecked } from "./metadata-values.js";
+import type { PeerIdentity } from "./peer.js";
 import { Code } from "./status.js";
 import type { MethodInfo } from "./types.js";
 
@@ -82,6 +83,8 @@ export class CallContext {
   readonly fields: Record<string, unknown>;
   /** Verified auth claims, when authentication is on. */
   claims: Readonly<Record<string, unknown>> | undefined;
+  /** The client certificate's identity (mTLS, GRPC_TLS_CLIENT_CA_FILE), for gRPC calls that presented a verified one. */
+  peer: PeerIdentity | undefined;
   traceId = "";
   private _values: Map<string, unknown> | undefined;
   private _sendHeader: ((header: Metadata) => void) | undefined;

@@ -65,6 +65,8 @@ function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
     const missing = c.GRPC_TLS_CERT_FILE === undefined ? "GRPC_TLS_CERT_FILE" : "GRPC_TLS_KEY_FILE";
     problems.push(`${missing}: must be set together with ${missing === "GRPC_TLS_CERT_FILE" ? "GRPC_TLS_KEY_FILE" : "GRPC_TLS_CERT_FILE"}`);
   }
+  if (c.GRPC_TLS_CLIENT_CA_FILE !== undefined && c.GRPC_TLS_CERT_FILE === undefined)
+    problems.push("GRPC_TLS_CLIENT_CA_FILE: needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (client certificates need TLS)");
   if (c.JWT_JWKS_URL !== undefined && c.JWT_OIDC_ISSUER !== undefined)
     problems.push("JWT_JWKS_URL: set it or JWT_OIDC_ISSUER, not both (the issuer's discovery document names its key set)");
   if (c.JWT_OIDC_ISSUER !== undefined && c.JWT_ISSUER !== undefined && c.JWT_ISSUER !== c.JWT_OIDC_ISSUER)

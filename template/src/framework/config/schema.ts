@@ -79,6 +79,21 @@ export const settings = {
   ),
   GRPC_TLS_CERT_FILE: setting(optional(p.string), undefined, "PEM certificate for gRPC TLS (with GRPC_TLS_KEY_FILE)"),
   GRPC_TLS_KEY_FILE: setting(optional(p.string), undefined, "PEM private key for gRPC TLS (with GRPC_TLS_CERT_FILE)"),
+  GRPC_TLS_CLIENT_CA_FILE: setting(
+    optional(p.string),
+    undefined,
+    "PEM CA certificate(s) that client certificates must chain to (mTLS; needs GRPC_TLS_CERT_FILE)",
+  ),
+  GRPC_TLS_CLIENT_AUTH: setting(
+    p.oneOf("require", "optional"),
+    "require",
+    "With GRPC_TLS_CLIENT_CA_FILE: require a client certificate, or accept calls without one (optional)",
+  ),
+  TLS_FILES_CHECK_SECONDS: setting(
+    p.number(0.01, 3600),
+    10,
+    "How often the TLS certificate, key and CA files are checked: changed files are reloaded without a restart",
+  ),
   HTTP_TLS_CERT_FILE: setting(
     optional(p.string),
     undefined,

@@ -22,7 +22,10 @@ import { addHeaders, statusFromClose, statusFromTrailers } from "./grpc-wire-sta
  * gateway request, and reports headers, trailers and statuses as grpc-js's client does.
  */
 
-/** How the gateway trusts a TLS server: exactly this context, and the name to verify and send as SNI. */
+/**
+ * How the gateway trusts a TLS server: exactly this context, and the name to verify and send as SNI. Read at each
+ * new connection, so the server's reloaded certificate (a new context put here) is trusted from then on.
+ */
 export interface WireTls {
   secureContext: SecureContext;
   serverName?: string;
@@ -69,6 +72,7 @@ const STALE_SESSION = new Set(["ERR_HTTP2_INVALID_SESSION", "ERR_HTTP2_GOAWAY_SE
 export class GrpcWireClient {
   readonly #authority: string;
   readonly #options: SecureClientSessionOptions;
+  readonly #tls: WireTls | undefined;
   readonly #maxReceiveLength: number;
   #session: ClientHttp2Session | undefined;
   /** Calls in progress: the session holds the process open only while there are some, as grpc-js's channel. */
@@ -85,7 +89,8 @@ export class GrpcWireClient {
       this.#options = { ...base, createConnection: () => netConnect(path) };
     } else if (options.tls) {
       this.#authority = `https://${target}`;
-      this.#options = { ...base, secureContext: options.tls.secureContext, servername: options.tls.serverName };
+      this.#options = base;
+      this.#tls = options.tls;
     } else {
       this.#authority = `http://${target}`;
       this.#options = base;
@@ -194,7 +199,11 @@ export class GrpcWireClient {
   #current(): ClientHttp2Session {
     const existing = this.#session;
     if (existing && !existing.closed && !existing.destroyed) return existing;
-    const session = connect(this.#authority, this.#options);
+    const tls = this.#tls;
+    const session = connect(
+      this.#authority,
+      tls ? { ...this.#options, secureContext: tls.secureContext, servername: tls.serverName } : this.#options,
+    );
     // A failed or dropped connection reaches each of its streams as an error or a reset; this only keeps it from being thrown.
     session.on("error", ignore);
     session.once("close", () => this.#drop(session));
@@ -372,8 +381,15 @@ class WireCall {
     this.req.signal.removeEventListener("abort", this.#onAbort);
     this.client.track(-1);
     let status = this.final;
-    if (status === undefined && this.stream!.rstCode === constants.NGHTTP2_REFUSED_STREAM && !this.retried && this.httpStatus === 0) {
-      // Refused unprocessed (e.g. by a session that was going away): safe to send once more, as grpc-js's transparent retry.
+    if (
+      status === undefined &&
+      !this.retried &&
+      this.httpStatus === 0 &&
+      (this.stream!.rstCode === constants.NGHTTP2_REFUSED_STREAM || neverSent(this.streamError))
+    ) {
+      // Refused unprocessed (e.g. by a session that was going away), or never sent because the connection failed
+      // (e.g. a TLS handshake begun just before the server's certificate was reloaded): safe to send once more, as
+      // grpc-js's transparent retry, on a new connection.
       this.retried = true;
       this.streamError = undefined;
       this.start();
@@ -395,6 +411,11 @@ class WireCall {
     // Asynchronous like any other end, so callers see the same order of events.
     queueMicrotask(() => this.onEnd(this.final!));
   }
+}
+
+/** A stream the session cancelled while still pending: its connection never came up, so nothing of the call was sent. */
+function neverSent(err: Error | undefined): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === "ERR_HTTP2_STREAM_CANCEL";
 }
 
 function onResponse(this: CallStream, headers: IncomingHttpHeaders, flags: number): void {

@@ -29,7 +29,7 @@ import { createGrpcServer, listenGrpc, listenProblem, singlePortInjector, stopGr
 import { createHttpServer, http2SideOf } from "../server/http-server.js";
 import { trackSession } from "../server/http-versions.js";
 import { bindMethods } from "../server/methods.js";
-import { loadGrpcTls, loadHttpTls } from "../server/tls.js";
+import { type GrpcTls, loadGrpcTls, loadHttpTls, type WatchedTlsFiles } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import { Workers } from "../workers/supervisor.js";
@@ -82,6 +82,7 @@ export class App {
   readonly #workers: Workers;
   /** The identity provider's key set (JWT_JWKS_URL or JWT_OIDC_ISSUER): readiness waits until it was fetched once. */
   readonly #keys: RemoteKeySet | undefined;
+  #tlsFiles: WatchedTlsFiles | undefined;
   #starting: Promise<unknown> | undefined;
   #stopping: Promise<void> | undefined;
   /** Work readiness need not wait for (validation plans, the Node process collectors): run once ready. */
@@ -179,6 +180,8 @@ export class App {
     let mode = gatewayMode(config);
     // With TLS the gateway's hop is TLS over TCP too: a plaintext socket would bypass it.
     if (mode === "unix" && tls) mode = "tcp";
+    // A required client certificate would refuse the gateway's own hop: its calls enter the chain in process.
+    if (tls?.clientAuth === "require") mode = "in-process";
     if (mode === "unix") {
       this.#socket = await bindUnixSocket(this.#grpc);
       if (!this.#socket) mode = "tcp";
@@ -244,6 +247,7 @@ export class App {
 
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT, tls?.server);
+      this.#watchTls(tls);
       const target = this.#socket?.target ?? `${localHost.includes(":") ? `[${localHost}]` : localHost}:${grpcPort}`;
       // The gateway receives what the server may send: a response the server allows must not fail at the hop.
       this.#invoker =
@@ -273,6 +277,7 @@ export class App {
           adminPort,
           gatewayMode: mode,
           grpcTls: tls !== undefined,
+          grpcClientAuth: tls?.clientAuth,
           httpTls: httpTls !== undefined,
           startup_ms: Math.round(performance.now()),
         },
@@ -354,6 +359,20 @@ export class App {
     if (failures.length > 1) throw new AggregateError(failures, "shutdown: several steps failed");
   }
 
+  /** Reloads the gRPC TLS files when they change (TLS_FILES_CHECK_SECONDS); stopped with the servers. */
+  #watchTls(tls: GrpcTls | undefined): void {
+    if (!tls) return;
+    this.#tlsFiles = tls.files;
+    tls.files.watch(this.config.TLS_FILES_CHECK_SECONDS * 1000, {
+      reloaded: (files) =>
+        this.log.info(
+          { serialNumber: files.leaf.serialNumber, fingerprint256: files.leaf.fingerprint256, validTo: files.leaf.validTo },
+          "gRPC TLS files reloaded",
+        ),
+      failed: (err) => this.log.warn({ err: err.message }, "gRPC TLS files changed but cannot be used: the previous ones stay in use"),
+    });
+  }
+
   /** Starts fetching the provider's key set (discovery first, with OIDC); readiness fails until it has it. */
   #fetchKeys(): void {
     const keys = this.#keys;
@@ -401,6 +420,7 @@ export class App {
     }
     this.#invoker?.close();
     this.#keys?.stop();
+    this.#tlsFiles?.stop();
     this.readiness.closeWatches();
     if (this.#grpc) await stopGrpc(this.#grpc, budget);
     this.#socket?.remove();

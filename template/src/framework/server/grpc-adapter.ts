@@ -13,6 +13,7 @@ import { drained } from "../call/drained.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { firstValue, isEmptyMetadata } from "../call/metadata-values.js";
 import { emptyRequestOf } from "../call/method.js";
+import { peerIdentity } from "../call/peer.js";
 import { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
@@ -83,12 +84,22 @@ function sendHeaderOf(call: GrpcCall): (header: Metadata) => void {
   };
 }
 
-function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation): CallContext {
+/** The verified client certificate's identity on the context and in its log fields (mTLS on: GRPC_TLS_CLIENT_CA_FILE). */
+function attachPeer(ctx: CallContext, call: GrpcCall): void {
+  // grpc-js gives the certificate only when the TLS handshake verified it against the client CA.
+  const cert = call.getAuthContext().sslPeerCertificate;
+  if (cert === undefined) return;
+  const peer = peerIdentity(cert);
+  ctx.peer = peer;
+  ctx.fields.peer = peer.spiffeId ?? peer.subject;
+}
+
+function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation, peers: boolean): CallContext {
   const given = call.getDeadline();
   let deadline = given instanceof Date ? given.getTime() : given;
   const gateway = gatewayCallOf(call.metadata);
   if (gateway !== undefined) deadline = Math.min(deadline, gateway.deadline);
-  return new CallContext({
+  const ctx = new CallContext({
     method: info,
     transport: "grpc",
     metadata: call.metadata,
@@ -97,6 +108,8 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
     httpPath: gateway?.httpPath,
     sendHeader: sendHeaderOf(call),
   });
+  if (peers) attachPeer(ctx, call);
+  return ctx;
 }
 
 /**
@@ -237,13 +250,13 @@ async function writeStream(
  * grpc-js handlers for one bound method. They never throw and always answer: a rejected
  * promise would otherwise crash Node or leave the call hanging until its deadline.
  */
-export function grpcHandler(method: BoundMethod) {
+export function grpcHandler(method: BoundMethod, peers = false) {
   const { info, invoke } = method;
   switch (info.kind) {
     case "unary":
       return (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
         const cancellation = new GrpcCancellation(call);
-        const ctx = contextFor(info, call, cancellation);
+        const ctx = contextFor(info, call, cancellation, peers);
         // An empty trailer is not made: grpc-js sends the status alone then (with the same bytes).
         runInContext(ctx, invoke, { method: info, ctx, request: call.request }).then(
           (result) => {
@@ -260,7 +273,7 @@ export function grpcHandler(method: BoundMethod) {
     case "client_streaming":
       return (call: ServerReadableStream<Message, Message>, callback: sendUnaryData<Message>) => {
         const cancellation = new GrpcCancellation(call);
-        const ctx = contextFor(info, call, cancellation);
+        const ctx = contextFor(info, call, cancellation, peers);
         const requests = requestsOf(call, ctx, cancellation);
         runInContext(ctx, invoke, { method: info, ctx, request: emptyRequestOf(info), requests }).then(
           (result) => {
@@ -280,7 +293,7 @@ export function grpcHandler(method: BoundMethod) {
     case "bidi_streaming":
       return (call: ServerWritableStream<Message, Message> | ServerDuplexStream<Message, Message>) => {
         const cancellation = new GrpcCancellation(call);
-        const ctx = contextFor(info, call, cancellation);
+        const ctx = contextFor(info, call, cancellation, peers);
         const bidi = info.kind === "bidi_streaming";
         const requests = bidi ? requestsOf(call as ServerDuplexStream<Message, Message>, ctx, cancellation) : undefined;
         const request = bidi ? emptyRequestOf(info) : (call as ServerWritableStream<Message, Message>).request;

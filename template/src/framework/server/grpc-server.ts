@@ -58,10 +58,12 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     "grpc.enable_channelz": canWrapHttp2Servers(Server.prototype) ? 0 : 1,
     interceptors: onRejectedBeforeHandler ? [rejectionsBeforeHandler(methods, onRejectedBeforeHandler)] : [],
   });
+  // With a client CA, each call's verified client certificate becomes ctx.peer.
+  const peers = config.GRPC_TLS_CLIENT_CA_FILE !== undefined;
   for (const service of services) {
     const implementation: UntypedServiceImplementation = {};
     for (const m of methods) {
-      if (m.info.service === service.desc.typeName) implementation[m.info.name] = grpcHandler(m);
+      if (m.info.service === service.desc.typeName) implementation[m.info.name] = grpcHandler(m, peers);
     }
     server.addService(grpcServiceDefinition(service.desc), implementation);
   }
