@@ -1,6 +1,8 @@
 /**
  * The server side of grpc/grpc's interop test cases (doc/interop-test-descriptions.md), run by a real
- * grpc-js client against grpc.testing.TestService hosted by the framework (test/proto/grpc/testing/).
+ * grpc-js client against grpc.testing.TestService hosted by the framework (test/proto/grpcsvc_test/interop/: the
+ * package stays grpc.testing, as interop clients call it; the path is the framework's own, so that a repo may add
+ * the public grpc/testing protos under proto/).
  * Compression cases are left out: grpc-js does not compress server responses.
  */
 import assert from "node:assert/strict";
@@ -10,7 +12,7 @@ import type { ClientDuplexStream, ClientReadableStream, ClientWritableStream, Me
 import { Code } from "../../src/framework/index.js";
 import { metadataOf, type RawClient, rawClient, reader, statusOfCall } from "../../src/framework/testing/grpc-streams.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { EmptySchema } from "../gen/grpc/testing/empty_pb.js";
+import { EmptySchema } from "../gen/grpcsvc_test/interop/empty_pb.js";
 import {
   SimpleRequestSchema,
   type SimpleResponse,
@@ -18,8 +20,8 @@ import {
   type StreamingInputCallResponse,
   StreamingOutputCallRequestSchema,
   type StreamingOutputCallResponse,
-} from "../gen/grpc/testing/messages_pb.js";
-import { TestService, UnimplementedService } from "../gen/grpc/testing/test_pb.js";
+} from "../gen/grpcsvc_test/interop/messages_pb.js";
+import { TestService, UnimplementedService } from "../gen/grpcsvc_test/interop/test_pb.js";
 import { interopService } from "./fixtures/interop-service.js";
 
 type Callback<T> = (err: ServiceError | null, res: T) => void;

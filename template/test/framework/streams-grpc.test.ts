@@ -9,8 +9,8 @@ import type { ClientDuplexStream, ClientWritableStream, Metadata, ServiceError }
 import { type CallContext, Code, defineService } from "../../src/framework/index.js";
 import { metadataOf, type RawClient, rawClient, reader, statusOfCall } from "../../src/framework/testing/grpc-streams.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { StreamingInputCallRequestSchema, StreamingOutputCallRequestSchema } from "../gen/grpc/testing/messages_pb.js";
-import { TestService } from "../gen/grpc/testing/test_pb.js";
+import { StreamingInputCallRequestSchema, StreamingOutputCallRequestSchema } from "../gen/grpcsvc_test/interop/messages_pb.js";
+import { TestService } from "../gen/grpcsvc_test/interop/test_pb.js";
 
 /** Resolves with the value the server-side code hands it: how a test learns what happened inside a handler. */
 function signal<T>() {

@@ -13,7 +13,7 @@ import { sweepKeepalivesNow } from "../../src/framework/browser/keepalive.js";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { type CallContext, Code, defineService, GrpcError } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { TestService } from "../gen/grpc/testing/test_pb.js";
+import { TestService } from "../gen/grpcsvc_test/interop/test_pb.js";
 import { waitFor } from "./support/wait.js";
 
 describe("WebSocket keepalive", () => {
