@@ -1,5 +1,5 @@
 /**
- * Every HTTP route that runs a handler takes only its protocol's content types (SPEC §4.12): a body a
+ * Every HTTP route that runs a handler takes only its protocol's content types: a body a
  * page on another site can post without a CORS preflight (text/plain, a form, multipart, or no type at
  * all) gets 415 with code 3 before any handler runs, on client-streaming and bidi routes as on unary
  * ones. node:http against a real server, in each gateway mode.

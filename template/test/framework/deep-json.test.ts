@@ -1,5 +1,5 @@
 /**
- * JSON nested deeper than 100 levels (SPEC §4.12) is refused with INVALID_ARGUMENT in each protocol's
+ * JSON nested deeper than 100 levels is refused with INVALID_ARGUMENT in each protocol's
  * own error form, before it is parsed into objects: REST bodies and query values, NDJSON stream
  * messages (client-streaming and bidi), Connect JSON (the unary fast path and the Connect project's
  * handler), and WebSocket messages. 100 levels still pass. Clients are node:http, fetch and Node's

@@ -1,7 +1,7 @@
 /**
  * An HTTP/1.1 request carrying `Upgrade` for a protocol the HTTP port does not take (`h2c`, as curl
  * --http2 and Java's HttpClient send by default; any unknown token) is served as a plain request, the
- * header ignored (SPEC §4.12): probes, REST, server streams and Connect all answer, never 404, and the
+ * header ignored: probes, REST, server streams and Connect all answer, never 404, and the
  * connection stays usable. Raw node:net sockets send exactly what those clients send, in each gateway mode.
  */
 import assert from "node:assert/strict";

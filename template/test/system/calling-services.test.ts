@@ -1,5 +1,5 @@
 /**
- * Calling another service, with real processes (SPEC §4.15): service A (test/system/fixtures/caller-main.ts)
+ * Calling another service, with real processes: service A (test/system/fixtures/caller-main.ts)
  * calls service B (dependency-main.ts) through app.createClient.
  * - B fails every call: A's attempts to B stay ≤ 1.2× A's calls; once the breaker opens A answers UNAVAILABLE in
  *   milliseconds without calling B (B's own metrics say so); B recovers and A's calls succeed again within seconds;

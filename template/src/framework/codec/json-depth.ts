@@ -1,5 +1,5 @@
 /**
- * The deepest nesting of objects and arrays a JSON request body or message may have (SPEC §4.12). Deeper
+ * The deepest nesting of objects and arrays a JSON request body or message may have. Deeper
  * bodies are refused before JSON.parse builds them: V8's parser is iterative, so a 4 MB body of two
  * million `[` becomes two million arrays (~225 MB) before anything can look at it. 100 is what
  * protobuf's own JSON parsers allow (C++'s and Java's recursion limit), far beyond any real message.
