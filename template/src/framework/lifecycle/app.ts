@@ -25,7 +25,8 @@ import { grpcMetrics } from "../interceptors/metrics.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { routeGrpcJsLogs } from "../server/grpc-js-logs.js";
-import { createGrpcServer, listenGrpc, listenProblem, singlePortInjector, stopGrpc } from "../server/grpc-server.js";
+import { createGrpcServer, drainGrpc, listenGrpc, listenProblem, singlePortInjector, stopGrpc } from "../server/grpc-server.js";
+import { closeAfterEachResponse } from "../server/http-drain.js";
 import { createHttpServer, http2SideOf } from "../server/http-server.js";
 import { trackSession } from "../server/http-versions.js";
 import { bindMethods } from "../server/methods.js";
@@ -336,10 +337,15 @@ export class App {
     const hookStep = (name: HookName, ...args: unknown[]) =>
       this.#services.some((s) => (s as LifecycleHooks)[name]) ? step(name, () => this.#hooks(name, ...args)) : undefined;
     this.log.info("shutting down");
+    // Keep-alive HTTP/1.1 clients reconnect for their next request, to a replica the load balancer still lists.
+    if (this.#http) closeAfterEachResponse(this.#http);
     await hookStep("preStop");
     this.readiness.fail();
     await hookStep("failCheck", true);
     await sleep(config.GRPC_GRACEFUL_DURATION_IN_SECONDS * 1000, undefined, { signal: budget }).catch(noop);
+    // The load balancers have had the drain wait to stop sending here; clients holding a connection (client-side
+    // balancing, a proxy's pool) now move their next calls, while the listener still takes whoever comes late.
+    if (this.#grpc) drainGrpc(this.#grpc);
     if (this.#workers.size > 0) {
       await step("workers", () => this.#workers.stop());
       const left = this.#workers.running();

@@ -5,7 +5,7 @@ import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { ServedService } from "../call/handlers.js";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
-import { type ConnectionAge, limitAge } from "./goaway.js";
+import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
 import { grpcHandler } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
 import { routeGrpcJsLogs } from "./grpc-js-logs.js";
@@ -210,6 +210,14 @@ export function listenGrpc(server: Server, host: string, port: number, credentia
 /** Why a listener could not bind, naming the setting to change when the port is taken. */
 export function listenProblem(err: Error, variable: string): string {
   return /EADDRINUSE/.test(err.message) ? `the port is already in use (EADDRINUSE): free it or change ${variable}` : err.message;
+}
+
+/**
+ * Sends every open connection GOAWAY (goaway.ts): calls in flight finish, clients take their next calls to a new
+ * connection, which the listener still accepts until stopGrpc: a client that still sees this replica loses nothing.
+ */
+export function drainGrpc(server: Server): void {
+  for (const session of connections.get(server) ?? []) goAway(session, DRAINING);
 }
 
 /** Waits for in-flight calls, refusing new ones; cancels whatever is left when `signal` aborts. */
