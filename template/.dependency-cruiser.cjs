@@ -1,7 +1,7 @@
 /**
  * The framework's layers, checked by `make lint` (dependency-cruiser). Bottom to top:
  *   1. call/                                      the call model: imports no other framework folder
- *   2. config/ logging/ tracing/ errors/ metrics/ codec/  cross-cutting helpers: the call model and each other
+ *   2. config/ logging/ tracing/ errors/ metrics/ codec/ overload/  cross-cutting helpers: the call model and each other
  *   3. interceptors/ auth/                         functions over the call model
  *   4. server/ gateway/ browser/ health/ client/ docs/ profiling/ admin/ workers/   transports and routes
  *   5. lifecycle/ testing/ index.ts               the composition root: assembles the rest, nothing imports it
@@ -10,7 +10,7 @@
  * indirectly: a cycle between folders fails even when no file imports itself round the loop.
  */
 const FW = "^src/framework/";
-const HELPERS = `${FW}(config|logging|tracing|errors|metrics|codec)/`;
+const HELPERS = `${FW}(config|logging|tracing|errors|metrics|codec|overload)/`;
 const ABOVE_HELPERS = `${FW}(interceptors|auth|server|gateway|browser|admin|docs|health|profiling|client|workers|lifecycle|testing)/`;
 const TRANSPORTS = `${FW}(server|gateway|browser|admin|docs|health|profiling|client)/`;
 const ROOT = `${FW}(lifecycle|testing)/|${FW}index\\.ts$`;

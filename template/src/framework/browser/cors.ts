@@ -86,6 +86,20 @@ export class CorsPolicy {
     if (this.#any || this.#origins.has(origin)) return true;
     return this.adminPort !== undefined && host !== undefined && isAdminOrigin(origin, host, this.adminPort);
   }
+
+  /**
+   * The CORS headers registerCors gives a response (not a preflight) to a request from `origin`, for answers
+   * written before fastify runs (a call refused when overloaded); undefined when there are none to give.
+   */
+  headersFor(origin: string | undefined, host: string | undefined): Record<string, string> | undefined {
+    if (!this.enabled) return undefined;
+    const vary: Record<string, string> = this.#any ? {} : { vary: "Origin" };
+    if (origin === undefined || !this.allows(origin, host)) return vary;
+    const headers: Record<string, string> = { ...vary, "access-control-allow-origin": this.#any ? "*" : origin };
+    if (this.settings.credentials) headers["access-control-allow-credentials"] = "true";
+    headers["access-control-expose-headers"] = this.exposeHeaders;
+    return headers;
+  }
 }
 
 /** `http(s)://<the request's host name>:<admin port>`: the service's own admin server. */

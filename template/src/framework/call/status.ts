@@ -66,6 +66,9 @@ export class GrpcError extends Error {
  */
 export const SHUTTING_DOWN = new GrpcError(Code.UNAVAILABLE, "server is shutting down");
 
+/** The message of a call refused by overload protection (UNAVAILABLE; HTTP 503 with Retry-After). */
+export const OVERLOADED_MESSAGE = "server overloaded: retry later";
+
 /** A status error from a grpc-js client (code + details + metadata), e.g. from a downstream call. */
 interface ServiceErrorLike {
   code: number;

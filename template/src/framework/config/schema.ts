@@ -47,6 +47,21 @@ export const settings = {
     undefined,
     "Token bucket size (default: the rate, at least 1)",
   ),
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: setting(
+    p.number(0),
+    50,
+    "Overload protection: new calls are refused (UNAVAILABLE, HTTP 503) while the mean event-loop delay of the last 100 ms sample is above this (0 = off)",
+  ),
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: setting(
+    p.number(0, 1),
+    0,
+    "Overload protection: new calls are refused while the event loop's utilisation over the last 100 ms sample is above this fraction (0 = off)",
+  ),
+  MAX_IN_FLIGHT_CALLS: setting(
+    p.integer(0, 1_000_000),
+    10_000,
+    "Overload protection: calls in flight (gRPC and HTTP, counted from their arrival) beyond which new calls are refused (0 = no limit)",
+  ),
   DISABLE_PROTO_VALIDATE: setting(p.boolean, false, "Turns off buf.validate request validation"),
   GRPC_MAX_RECV_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest request in bytes (gRPC message or HTTP body)"),
   GRPC_MAX_SEND_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest response message in bytes"),

@@ -24,6 +24,7 @@ import { registerHealthRoutes } from "../health/routes.js";
 import { grpcMetrics } from "../interceptors/metrics.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
+import { OverloadGuard } from "../overload/guard.js";
 import { routeGrpcJsLogs } from "../server/grpc-js-logs.js";
 import { createGrpcServer, drainGrpc, listenGrpc, listenProblem, singlePortInjector, stopGrpc } from "../server/grpc-server.js";
 import { closeAfterEachResponse } from "../server/http-drain.js";
@@ -71,6 +72,8 @@ export class App {
   readonly gateway: Marshalers;
   /** The Prometheus registry and series (`metrics.registry` takes the service's own metrics); undefined when DISABLE_PROMETHEUS. */
   readonly metrics: ServerMetrics | undefined;
+  /** Overload protection of both ports: calls in flight, the event loop's last sample, whether calls are refused. */
+  readonly overload: OverloadGuard;
   readonly #chain: Chain;
   readonly #reporter: ErrorReporter;
   #tracing: Tracing | undefined;
@@ -102,6 +105,15 @@ export class App {
     this.#reporter = createReporter(this.config.SENTRY_DSN, this.config.GIT_COMMIT);
     this.metrics = createServerMetrics(this.config);
     this.#keys = remoteKeySet(this.config);
+    this.overload = new OverloadGuard(
+      {
+        maxEventLoopDelayMs: this.config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+        maxEventLoopUtilization: this.config.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION,
+        maxInFlightCalls: this.config.MAX_IN_FLIGHT_CALLS,
+      },
+      this.metrics?.onShed,
+    );
+    if (this.overload.enabled) this.metrics?.watchOverload(this.overload);
     this.#chain = new Chain(
       defaultInterceptors(this.config, {
         reporter: this.#reporter,
@@ -170,6 +182,8 @@ export class App {
     this.#tracing = await setupTracing(config.APP_NAME || readPackageJson().name || "service");
 
     const methods = bindMethods(this.#services, this.#chain, { maxSendBytes: config.GRPC_MAX_SEND_MSG_SIZE });
+    // Checks that are all off cost nothing: the transports are not given the guard.
+    const overload = this.overload.enabled ? this.overload : undefined;
     for (const s of this.#services) for (const m of s.desc.file.messages) detailTypes.add(m);
     this.#grpc = createGrpcServer({
       config,
@@ -177,6 +191,7 @@ export class App {
       methods,
       readiness: this.readiness,
       onRejectedBeforeHandler: this.metrics?.onRejectedBeforeHandler,
+      overload,
     });
     let mode = gatewayMode(config);
     // With TLS the gateway's hop is TLS over TCP too: a plaintext socket would bypass it.
@@ -190,11 +205,15 @@ export class App {
         this.log.info({ removed: this.#socket.replaced }, "removed the gateway sockets of killed processes");
     }
 
-    const http = await createHttpServer(config, { http2: true, tls: httpTls });
+    const cors = new CorsPolicy(corsSettings(config));
+    const http = await createHttpServer(config, {
+      http2: true,
+      tls: httpTls,
+      overload: overload && { guard: overload, corsHeaders: (req) => cors.headersFor(req.headers.origin, req.headers.host) },
+    });
     this.#http = http;
     if (config.SINGLE_PORT) serveGrpcOnHttpPort(this.#grpc, http);
     // Before any route, so it covers them all; the route tables it asks are filled in below.
-    const cors = new CorsPolicy(corsSettings(config));
     const preflight: ((path: string) => readonly string[])[] = [];
     if (cors.enabled) registerCors(http, cors, (path) => methodsAt(preflight, path));
     registerHealthRoutes(http, buildInfo(config), this.readiness);
@@ -265,6 +284,7 @@ export class App {
         cors.adminPort = adminPort;
       }
       this.#workers.start();
+      this.overload.start();
       await this.#hooks("postStart");
       this.readiness.setReady();
       const host = localHost;
@@ -292,6 +312,7 @@ export class App {
         adminUrl: adminPort === undefined ? undefined : `http://${host}:${adminPort}`,
       };
     } catch (err) {
+      this.overload.stop();
       const cleanup = AbortSignal.timeout(1000);
       await Promise.race([this.#workers.stop(), abortion(cleanup)]);
       await this.#closeServers(cleanup);
@@ -354,6 +375,7 @@ export class App {
     await this.#closeServers(budget);
     if (budget.aborted)
       this.log.warn({ budgetSeconds: config.SHUTDOWN_DURATION_IN_SECONDS }, "shutdown budget spent: servers force-stopped");
+    this.overload.stop();
     await hookStep("stop");
     await hookStep("postStop");
     // Last: spans and error reports of the final calls still go out (within what is left of the budget).

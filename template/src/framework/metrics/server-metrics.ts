@@ -1,8 +1,9 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyRequest } from "fastify";
-import { collectDefaultMetrics, Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
+import { type OverloadGuard, SHED_REASONS, type ShedReason } from "../overload/guard.js";
 import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels, grpcLabels } from "./call-stats.js";
 import { ClientMetrics } from "./client-metrics.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
@@ -94,6 +95,8 @@ export class ServerMetrics {
   readonly #routes = new Map<MeteredRoute, RouteStats>();
   readonly #unmatched = new Map<string, RouteStats>();
   readonly #unauthenticated: CounterFamily;
+  /** `grpc_server_shed_total` by reason, every reason's series from start-up. */
+  readonly #shed: Record<ShedReason, CounterSeries>;
   /** Rejection series by method path and reason, made on first use (a rejection is not the hot path). */
   readonly #rejections = new Map<string, CounterSeries>();
   #processMetrics = false;
@@ -114,6 +117,12 @@ export class ServerMetrics {
       "Total number of RPCs rejected by authentication (UNAUTHENTICATED), by reason: missing, invalid or repeated credentials, or the service's override.",
       [...GRPC_LABELS, "reason"],
     ).registerIn(r);
+    const shed = new CounterFamily(
+      "grpc_server_shed_total",
+      "Total number of calls (gRPC and HTTP) refused by overload protection before they were decoded, by reason: event_loop_delay, event_loop_utilization or in_flight.",
+      ["reason"],
+    ).registerIn(r);
+    this.#shed = Object.fromEntries(SHED_REASONS.map((reason) => [reason, shed.series(reason)])) as Record<ShedReason, CounterSeries>;
     this.clients = new ClientMetrics(r, config);
     this.#http = {
       requests: new CounterFamily(
@@ -153,6 +162,23 @@ export class ServerMetrics {
   readonly onRejectedBeforeHandler = (path: string, code: number): void => {
     this.#methods.get(path)?.refused(code);
   };
+
+  /** Overload protection's report of a refused call. */
+  readonly onShed = (reason: ShedReason): void => {
+    this.#shed[reason].value++;
+  };
+
+  /** Adds `grpc_server_calls_in_flight` and the event-loop figures overload protection acts on, read at each scrape. */
+  watchOverload(guard: OverloadGuard): void {
+    new Gauge({
+      name: "grpc_server_calls_in_flight",
+      help: "Calls (gRPC and HTTP) accepted and not yet ended, as overload protection counts them against MAX_IN_FLIGHT_CALLS.",
+      registers: [this.registry],
+      collect() {
+        this.set(guard.inFlight);
+      },
+    });
+  }
 
   /** The rate limiter's `onReject`: counts a rejection of the method with this gRPC path. */
   readonly onRateLimited = (path: string): void => {

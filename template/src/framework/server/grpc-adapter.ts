@@ -41,6 +41,11 @@ export function gatewayPathValue(httpPath: string, deadline: number): string {
   return `${GATEWAY_PATH_TOKEN}${deadline}:${httpPath}`;
 }
 
+/** Whether a GATEWAY_PATH_KEY value is this process's gateway's (a call its HTTP side already admitted). */
+export function isGatewayHop(value: unknown): boolean {
+  return typeof value === "string" && value.startsWith(GATEWAY_PATH_TOKEN);
+}
+
 type GrpcCall =
   | ServerUnaryCall<Message, Message>
   | ServerWritableStream<Message, Message>

@@ -3,10 +3,12 @@ import { type Http2Server, constants as http2Constants, type ServerHttp2Session,
 import { Server, ServerCredentials, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { ServedService } from "../call/handlers.js";
+import { Code, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
+import type { OverloadGuard } from "../overload/guard.js";
 import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
-import { grpcHandler } from "./grpc-adapter.js";
+import { GATEWAY_PATH_KEY, grpcHandler, isGatewayHop } from "./grpc-adapter.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
 import { routeGrpcJsLogs } from "./grpc-js-logs.js";
 import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-rejections.js";
@@ -23,6 +25,8 @@ export interface GrpcServerOptions {
   readiness: { addToServer(server: Server): void };
   /** Told about the calls grpc-js refuses before their handler runs (undecodable, oversized requests…): the metrics count them. */
   onRejectedBeforeHandler?: OnRejectedBeforeHandler | undefined;
+  /** Overload protection: counts the calls in flight and refuses new ones with UNAVAILABLE when overloaded. */
+  overload?: OverloadGuard | undefined;
 }
 
 /**
@@ -40,7 +44,7 @@ export const GRPC_LIMITS = {
 } as const;
 
 /** The gRPC server with the user's services, standard health and (unless disabled) reflection. */
-export function createGrpcServer({ config, services, methods, readiness, onRejectedBeforeHandler }: GrpcServerOptions): Server {
+export function createGrpcServer({ config, services, methods, readiness, onRejectedBeforeHandler, overload }: GrpcServerOptions): Server {
   routeGrpcJsLogs();
   const server = new Server({
     "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
@@ -76,6 +80,7 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
       minTimeMs: config.GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS * 1000,
       permitWithoutCalls: config.GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS,
     },
+    overload,
   });
   readiness.addToServer(server);
   if (!config.DISABLE_GRPC_REFLECTION) {
@@ -107,16 +112,19 @@ function canWrapHttp2Servers(server: object): server is Http2ServerMaker {
 
 /**
  * grpc-js has no public hook that runs when it makes an HTTP/2 server (TCP, TLS and the gateway's Unix socket),
- * so this wraps its `createHttp2Server`, to guard the request headers and keep the connections. If a grpc-js
- * release renames it, start-up logs a warning, channelz stays on (see createGrpcServer), and the tests of
- * what the wrapper does fail.
+ * so this wraps its `createHttp2Server`, to guard the request headers, refuse calls when overloaded and keep
+ * the connections. If a grpc-js release renames it, start-up logs a warning, channelz stays on (see
+ * createGrpcServer), and the tests of what the wrapper does fail.
  */
-function wrapHttp2Servers(server: Server, { age, keepalive }: { age: ConnectionAge; keepalive: KeepalivePolicy }): void {
+function wrapHttp2Servers(
+  server: Server,
+  { age, keepalive, overload }: { age: ConnectionAge; keepalive: KeepalivePolicy; overload: OverloadGuard | undefined },
+): void {
   // The method is private in grpc-js's types.
   const internals: object = server;
   if (!canWrapHttp2Servers(internals)) {
     rootLogger().warn(
-      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers and clients' ping rate are not guarded, and connections have no maximum age",
+      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers, clients' ping rate and overload on the gRPC port are not guarded, and connections have no maximum age",
     );
     return;
   }
@@ -125,8 +133,9 @@ function wrapHttp2Servers(server: Server, { age, keepalive }: { age: ConnectionA
   connections.set(server, open);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
+    guardStreams(http2Server, overload);
+    // After: the listener that routes by content type hands gRPC's streams to the guarded one.
     if (sharing) shareWithHttp(http2Server, sharing.others, sharing.onSession);
-    guardRequestHeaders(http2Server);
     http2Server.on("session", (session: ServerHttp2Session) => {
       open.add(session);
       limitAge(session, age);
@@ -175,16 +184,79 @@ function shareWithHttp(http2Server: Http2Server, others: StreamListener, onSessi
 }
 
 /**
- * Fixes two request headers in a 'stream' listener that runs before grpc-js's own: a `grpc-timeout` longer
- * than a timer holds is clamped (grpc-js would expire it at once), and repeated `authorization` headers are
- * joined (Node would keep only the first).
+ * Runs before grpc-js sees a new stream, in place of its 'stream' listener (grpc-js registers it as it makes
+ * the server; one listener, not two: an emitter with two copies its list on every emit):
+ *  - fixes two request headers: a `grpc-timeout` longer than a timer holds is clamped (grpc-js would expire it
+ *    at once), and repeated `authorization` headers are joined (Node would keep only the first);
+ *  - counts the call in flight from here (an idle stream that never sends its message counts too) until the
+ *    stream closes, and refuses it with UNAVAILABLE when the process is overloaded, before grpc-js decodes
+ *    anything (overload/guard.ts): a header lookup, an increment and a comparison per call.
+ * If grpc-js ever registers its listener otherwise, the headers are guarded by a listener of our own in front
+ * and overload is not checked on this port (a warning says so; the overload tests fail).
  */
-function guardRequestHeaders(http2Server: Http2Server): void {
-  // Node passes the raw header list as a fourth argument its types leave out.
-  http2Server.prependListener("stream", (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefined): void {
+  const grpcListeners = http2Server.listeners("stream") as StreamListener[];
+  const grpcListener = grpcListeners.length === 1 ? grpcListeners[0] : undefined;
+  if (grpcListener === undefined) {
+    if (overload) rootLogger().warn("grpc-js internals changed: overload protection does not cover the gRPC port");
+    // Node passes the raw header list as a fourth argument its types leave out.
+    http2Server.prependListener("stream", (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+      clampGrpcTimeout(headers);
+      joinRepeatedAuthorization(headers, rawHeaders);
+    });
+    return;
+  }
+  http2Server.removeListener("stream", grpcListener);
+  if (overload === undefined) {
+    http2Server.on("stream", function guarded(this: Http2Server, stream, headers, flags, rawHeaders) {
+      clampGrpcTimeout(headers);
+      joinRepeatedAuthorization(headers, rawHeaders);
+      grpcListener.call(this, stream, headers, flags, rawHeaders);
+    } as StreamListener);
+    return;
+  }
+  const release = overload.release;
+  http2Server.on("stream", function guarded(this: Http2Server, stream, headers, flags, rawHeaders) {
+    // The gateway's hop carries a call its HTTP side counted already: counted once, never refused here.
+    const hop = headers[GATEWAY_PATH_KEY];
+    if (hop === undefined || !isGatewayHop(hop)) {
+      if (++overload.inFlight > overload.limit && overload.refuse(exemptFromShedding(headers))) {
+        refuseOverloaded(stream);
+        return;
+      }
+      stream.on("close", release);
+    }
     clampGrpcTimeout(headers);
     joinRepeatedAuthorization(headers, rawHeaders);
-  });
+    grpcListener.call(this, stream, headers, flags, rawHeaders);
+  } as StreamListener);
+}
+
+/** Health checks and reflection: probes and tools, served however loaded the process is (and counted in flight). */
+function exemptFromShedding(headers: IncomingHttpHeaders): boolean {
+  const path = headers[":path"];
+  return typeof path === "string" && (path.startsWith("/grpc.health.v1.Health/") || path.startsWith("/grpc.reflection."));
+}
+
+/** What grpc-js registers on every stream it takes; a refused one never reaches it. */
+function ignore(): void {}
+
+/**
+ * A refused call: UNAVAILABLE in a trailers-only response, as grpc-js answers an unknown method. grpc-js
+ * clients treat UNAVAILABLE as "try another server" (their retry policy, a load balancer's next backend).
+ */
+function refuseOverloaded(stream: ServerHttp2Stream): void {
+  stream.on("error", ignore); // a client reset now must not be an unhandled 'error'
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    {
+      ":status": 200,
+      "content-type": "application/grpc+proto",
+      "grpc-status": String(Code.UNAVAILABLE),
+      "grpc-message": OVERLOADED_MESSAGE,
+    },
+    { endStream: true },
+  );
 }
 
 /** A duration setting in grpc-js's milliseconds; 0 (off) leaves the option unset. */

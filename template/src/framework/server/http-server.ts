@@ -11,11 +11,12 @@ import Fastify, {
   type onSendHookHandler,
   type RouteOptions,
 } from "fastify";
-import { Code, GrpcError } from "../call/status.js";
+import { Code, GrpcError, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
 import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
+import { type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
@@ -61,12 +62,12 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   answerOnSocket(socket, status, code, message);
 }
 
-/** A JSON error written straight to a socket fastify never answers, then close. */
-function answerOnSocket(socket: Duplex, status: number, code: Code, message: string): void {
+/** A JSON error written straight to a socket fastify never answers, then close. `extraHeaders`: whole header lines. */
+function answerOnSocket(socket: Duplex, status: number, code: Code, message: string, extraHeaders = ""): void {
   const body = statusJson(code, message, []);
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
@@ -100,14 +101,57 @@ function refuseExpectation(_req: IncomingMessage, res: ServerResponse): void {
 export interface HttpVersions {
   http2: boolean;
   tls?: HttpTlsFiles | undefined;
+  /** Overload protection of the port (the HTTP port's; the admin port has none). */
+  overload?: HttpOverload | undefined;
+}
+
+/** Overload protection of the HTTP port (overload/guard.ts). */
+export interface HttpOverload {
+  guard: OverloadGuard;
+  /** The CORS headers of an allowed browser origin, so a refused cross-origin call can read its status. */
+  corsHeaders?: (req: IncomingMessage) => Record<string, string> | undefined;
+}
+
+/** Paths never refused when overloaded: probes, metrics and profiles (to see why it is overloaded). */
+const EXEMPT_PATHS = /^\/(?:healthcheck|readycheck|metrics)(?:[?#]|$)|^\/debug\/pprof(?:[/?#]|$)/;
+
+/**
+ * A call refused because the process is overloaded, before its body is read, in its protocol's form: gRPC-Web
+ * as a trailers-only UNAVAILABLE (HTTP 200, as gRPC-Web clients expect), Connect as 503 with its JSON error,
+ * anything else (REST, SSE, NDJSON) as 503 with ours; all with `Retry-After`. The connection stays open: Node
+ * discards the unread body.
+ */
+function refuseOverloaded(req: IncomingMessage, res: ServerResponse, overload: HttpOverload): void {
+  const headers: Record<string, string | number> = { "retry-after": RETRY_AFTER_SECONDS, ...overload.corsHeaders?.(req) };
+  const type = req.headers["content-type"] ?? "";
+  if (type.startsWith("application/grpc-web")) {
+    const semicolon = type.indexOf(";");
+    headers["content-type"] = semicolon === -1 ? type : type.slice(0, semicolon);
+    headers["grpc-status"] = Code.UNAVAILABLE;
+    headers["grpc-message"] = OVERLOADED_MESSAGE;
+    headers["content-length"] = 0;
+    res.writeHead(200, headers).end();
+    return;
+  }
+  const connect = type.startsWith("application/connect+") || req.headers["connect-protocol-version"] !== undefined;
+  const body = connect
+    ? JSON.stringify({ code: "unavailable", message: OVERLOADED_MESSAGE })
+    : statusJson(Code.UNAVAILABLE, OVERLOADED_MESSAGE, []);
+  headers["content-type"] = "application/json";
+  headers["content-length"] = Buffer.byteLength(body);
+  res.writeHead(503, headers).end(body);
 }
 
 /**
  * The server under fastify, with the limits above: Node's HTTP/1.1 server, and with `versions.http2` an HTTP/2
  * server beside it on the same listener (http-versions.ts), both calling fastify's handler. An HTTP/1.1
- * request without Host is a JSON 400 here (Node's own check answers with no body).
+ * request without Host is a JSON 400 here (Node's own check answers with no body). With overload protection,
+ * a request counts in flight from here until its response closes, and is refused before fastify runs when
+ * the process is overloaded.
  */
 function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse) => void, versions: HttpVersions): Server {
+  const overload = versions.overload;
+  const guard = overload?.guard;
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
     if (closingServers.has(server)) {
       refuseWhileClosing(req, res);
@@ -120,6 +164,13 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
       const body = statusJson(Code.INVALID_ARGUMENT, "missing Host header", []);
       res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" }).end(body);
       return;
+    }
+    if (guard !== undefined) {
+      if (++guard.inFlight > guard.limit && guard.refuse(EXEMPT_PATHS.test(req.url ?? "/"))) {
+        refuseOverloaded(req, res, overload!);
+        return;
+      }
+      res.on("close", guard.release);
     }
     handler(req, res);
   };
@@ -145,6 +196,7 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
     requestless.add(socket);
     socket.once("close", () => requestless.delete(socket));
   };
+  overloads.set(server, guard);
   if (versions.http2) http2Sides.set(server, serveBothVersions(server, serve, { tls: versions.tls, http1: track }));
   else server.on("connection", track);
   // Node answers an Expect other than 100-continue with a bare 417 unless someone listens; ours has the JSON body.
@@ -154,6 +206,9 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
   server.setTimeout(HTTP_LIMITS.connectionTimeoutMs);
   return server;
 }
+
+/** Each HTTP server's overload protection, for its upgrades. */
+const overloads = new WeakMap<Server, OverloadGuard | undefined>();
 
 /** The HTTP/2 side of each HTTP port's server (SINGLE_PORT reroutes its connections). */
 const http2Sides = new WeakMap<Server, Http2Side>();
@@ -198,6 +253,8 @@ const upgradeFilters = new WeakMap<Server, (req: IncomingMessage) => boolean>();
  * the probes) is served as a plain HTTP/1.1 request, the header ignored (RFC 9110 §7.8 lets a server
  * do so). Node emits upgrades apart from requests: the socket counts as in flight from here (shutdown
  * no longer closes it as idle), and once closing began new upgrades are refused with 503 like requests.
+ * With overload protection, the upgrade is one call in flight until its socket closes, and is refused with
+ * 503 and Retry-After when the process is overloaded.
  */
 export function acceptUpgrades(
   app: FastifyInstance,
@@ -205,10 +262,17 @@ export function acceptUpgrades(
   handler: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
 ): void {
   const server = app.server;
+  const guard = overloads.get(server);
   upgradeFilters.set(server, accepts);
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     requestlessSockets.get(server)?.delete(req.socket);
     if (closingServers.has(server)) return refuseUpgrade(socket, 503, Code.UNAVAILABLE, "server is shutting down");
+    if (guard !== undefined) {
+      if (++guard.inFlight > guard.limit && guard.refuse(false)) {
+        return answerOnSocket(socket, 503, Code.UNAVAILABLE, OVERLOADED_MESSAGE, `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`);
+      }
+      socket.once("close", guard.release);
+    }
     handler(req, socket, head);
   });
 }

@@ -32,6 +32,10 @@ export async function startTestServer(services: ServiceImpl[], env: Record<strin
     GRPC_GRACEFUL_DURATION_IN_SECONDS: "0",
     SHUTDOWN_DURATION_IN_SECONDS: "5",
     LOG_LEVEL: "info",
+    // Overload protection's event-loop checks off: a test process's loop is held up by compiling and by the
+    // other tests on the machine, which must not refuse a test's calls. A test of overload turns them on.
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0",
+    OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: "0",
     ...env,
   });
   const logs: Record<string, unknown>[] = [];

@@ -55,6 +55,9 @@ export function startServiceProcess(
       HTTP_PORT: "0",
       GRPC_GRACEFUL_DURATION_IN_SECONDS: "1",
       SHUTDOWN_DURATION_IN_SECONDS: "5",
+      // As startTestServer: a loaded test machine must not make overload protection refuse a test's calls.
+      OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0",
+      OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: "0",
       ...settings,
     },
     stdio: ["ignore", "pipe", "pipe"],
