@@ -8,11 +8,13 @@
 
 .PHONY: bench bench-service soak
 
-bench: $(GEN_STAMP) ## Load benchmarks of the framework beside bare grpc-js, bare fastify, connect-node; SSE, start-up (~5 min)
+bench: $(GEN_STAMP) ## Load benchmarks of the framework beside bare grpc-js, bare fastify, connect-node; SSE, start-up; overload at 2x capacity (~7 min)
 	$(load-tools)
 	$(build-bench)
 	@# 1,000 SSE clients need as many sockets on each side.
 	@ulimit -n 65536 2>/dev/null || ulimit -n 8192 2>/dev/null || true; node --import tsx bench/run.ts
+	@# Overload (SPEC 4.13): capacity, then open-loop load at half and twice it, protection on and off (~2 min).
+	node --import tsx bench/overload.ts
 
 soak: $(GEN_STAMP) ## Mixed gRPC + HTTP load on the compiled framework, 30 s warm-up + SOAK_SECONDS (60): failures, status counts, req/s, RSS trend
 	$(load-tools)

@@ -17,6 +17,8 @@ export const KNOWN_PREFIXES = [
   "ADMIN_",
   "GATEWAY_",
   "API_",
+  "OVERLOAD_",
+  "MAX_IN_FLIGHT_",
 ] as const;
 
 /** Edit distance (insertions, deletions, substitutions) between two strings. */

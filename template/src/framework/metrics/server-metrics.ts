@@ -170,12 +170,30 @@ export class ServerMetrics {
 
   /** Adds `grpc_server_calls_in_flight` and the event-loop figures overload protection acts on, read at each scrape. */
   watchOverload(guard: OverloadGuard): void {
+    const registers = [this.registry];
     new Gauge({
       name: "grpc_server_calls_in_flight",
       help: "Calls (gRPC and HTTP) accepted and not yet ended, as overload protection counts them against MAX_IN_FLIGHT_CALLS.",
-      registers: [this.registry],
+      registers,
       collect() {
         this.set(guard.inFlight);
+      },
+    });
+    if (!guard.sampling) return;
+    new Gauge({
+      name: "grpc_server_event_loop_delay_seconds",
+      help: "Mean event-loop delay over overload protection's last 100 ms sample (compared with OVERLOAD_MAX_EVENT_LOOP_DELAY_MS).",
+      registers,
+      collect() {
+        this.set(guard.eventLoopDelayMs / 1000);
+      },
+    });
+    new Gauge({
+      name: "grpc_server_event_loop_utilization",
+      help: "Event-loop utilisation (0-1) over overload protection's last 100 ms sample (compared with OVERLOAD_MAX_EVENT_LOOP_UTILIZATION).",
+      registers,
+      collect() {
+        this.set(guard.eventLoopUtilization);
       },
     });
   }

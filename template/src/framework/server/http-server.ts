@@ -15,8 +15,8 @@ import { Code, GrpcError, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
-import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
 import { type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
+import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
