@@ -19,6 +19,8 @@ export const randomSecret = (): string => randomBytes(32).toString("base64url");
 /** Variables that belong in both files (no secrets). */
 export function publicVars(c: Choices): EnvVars {
   const vars: EnvVars = [];
+  // Fail closed: src/main.ts commits the same default, so a clone without .env refuses to start rather than serve openly.
+  if (c.auth !== "none") vars.push(["AUTH_REQUIRED", "true"]);
   // The gateway forwards x-api-key as metadata only when it matches HTTP_HEADER_PREFIXES.
   if (c.auth === "api-key" || c.auth === "both") vars.push(["HTTP_HEADER_PREFIXES", "x-api-key"]);
   if (c.adminPort !== undefined) vars.push(["ADMIN_PORT", String(c.adminPort)]);
@@ -54,4 +56,23 @@ export function setEnvVar(text: string, key: string, value: string): string {
 
 export function applyEnvVars(text: string, vars: EnvVars): string {
   return vars.reduce((acc, [k, v]) => setEnvVar(acc, k, v), text);
+}
+
+/** The entry point's call that starts the service, as the template writes it: `await run([exampleService]);`. */
+const RUN_CALL = /await run\(\[([^\]]*)\]\);/;
+
+/**
+ * src/main.ts of a repository generated with auth: AUTH_REQUIRED defaults to true there (committed, not a secret),
+ * so a fresh clone without .env refuses to start, naming the variables, instead of serving without authentication.
+ */
+export function requireAuthInMain(text: string): string {
+  return text.replace(
+    RUN_CALL,
+    (_all, services: string) =>
+      `await run([${services}], {\n` +
+      "  // Generated with --auth: without JWT_SECRET, JWT_JWKS_URL, JWT_OIDC_ISSUER or API_KEYS (e.g. a clone without .env)\n" +
+      "  // the service refuses to start. AUTH_REQUIRED=false in the environment serves without authentication, deliberately.\n" +
+      '  defaults: { AUTH_REQUIRED: "true" },\n' +
+      "});",
+  );
 }

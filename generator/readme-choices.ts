@@ -12,6 +12,9 @@ export function choicesMarkdown(c: Choices): string {
     "api-key": "API keys in the `x-api-key` header; the key is `API_KEYS` in `.env`",
     both: "JWT (HS256) or API key (`x-api-key`); the secrets are `JWT_SECRET` and `API_KEYS` in `.env`, and `make token` prints a development token",
   }[c.auth];
+  // Fail closed (src/main.ts): a clone whose .env was not copied must not serve without authentication.
+  const required =
+    c.auth === "none" ? "" : "; `AUTH_REQUIRED` is true (`src/main.ts`), so without the secret the service refuses to start";
   const admin =
     c.adminPort === undefined
       ? "none — `/metrics`, `/swagger/` and `/debug/pprof/` are on the HTTP port (9091)"
@@ -25,7 +28,7 @@ export function choicesMarkdown(c: Choices): string {
   return [
     "Generated with these settings:",
     "",
-    `- **Auth:** ${auth}`,
+    `- **Auth:** ${auth}${required}`,
     `- **Admin port:** ${admin}`,
     `- **Gateway:** ${gateway}`,
     `- **Server-sent events:** ${sse}`,

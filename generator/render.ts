@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import nodePlop, { type NodePlopAPI } from "node-plop";
 import { shapeDeployFiles } from "./deploy.js";
-import { applyEnvVars, type Choices, publicVars, randomSecret, secretVars } from "./env-file.js";
+import { applyEnvVars, type Choices, publicVars, randomSecret, requireAuthInMain, secretVars } from "./env-file.js";
 import { formatRepo } from "./format.js";
 import { type FrameworkDevManifest, isFrameworkDev, prunePackageJson, pruneLockfile, readManifest } from "./framework-dev.js";
 import type { Names } from "./names.js";
@@ -145,6 +145,19 @@ function registerActions(plop: NodePlopAPI): void {
     return writeEnvFiles(opts(answers));
   });
 
+  // With auth, AUTH_REQUIRED defaults to true in the committed entry point (fail closed without .env).
+  plop.setActionType("authDefaults", (answers) => {
+    const o = opts(answers);
+    const file = path.join(o.targetDir, "src/main.ts");
+    if (o.choices.auth === "none" || !fs.existsSync(file)) return "no auth: src/main.ts unchanged";
+    const before = fs.readFileSync(file, "utf8");
+    const after = requireAuthInMain(before);
+    // A template whose entry point has no run([...]) call keeps AUTH_REQUIRED=true in .env.example only.
+    if (after === before) return "src/main.ts has no run([...]) call: unchanged";
+    fs.writeFileSync(file, after);
+    return file;
+  });
+
   // The admin port and auth choices reach the Dockerfile's EXPOSE and the Kubernetes manifests.
   plop.setActionType("deployChoices", (answers) => {
     const o = opts(answers);
@@ -181,6 +194,7 @@ export async function render(o: RenderOptions): Promise<RenderResult> {
       { type: "copyTemplate" },
       { type: "gitignore" },
       { type: "writeEnv" },
+      { type: "authDefaults" },
       { type: "deployChoices" },
       { type: "readmeChoices", skip: missing("README.md") },
       { type: "record", skip: () => (o.version === undefined ? "no version to record" : undefined) },

@@ -78,6 +78,7 @@ const groups: [heading: string, names: Name[]][] = [
       "JWT_CLOCK_SKEW_SECONDS",
       "JWT_REQUIRE_EXP",
       "API_KEYS",
+      "AUTH_REQUIRED",
     ],
   ],
   [

@@ -2,7 +2,7 @@
 // strong and fresh, and the generated repository's `make token` prints a JWT signed with its own JWT_SECRET.
 // (Which variables land in .env and .env.example is covered by cli.test.ts and env-readme.test.ts.)
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHmac } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -94,5 +94,44 @@ describe("make token in a generated repository", () => {
     assert.equal(claims.sub, "alice");
     assert.ok(claims.exp > Date.now() / 1000, "not expired");
     assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), "the secret is not printed");
+  });
+});
+
+describe("fail closed: a fresh clone of an --auth repository, without .env", () => {
+  it("refuses to start, naming the variables; AUTH_REQUIRED=false starts it deliberately", async () => {
+    assert.ok(fs.existsSync(path.join(REAL_TEMPLATE, "node_modules/jose")), "template/node_modules is installed (cd template && npm install)");
+    const out = scaffold("closed-svc", "jwt");
+    fs.symlinkSync(path.join(REAL_TEMPLATE, "node_modules"), path.join(out, "node_modules"), "dir");
+    // What a teammate's clone has: the committed files, no .env (it holds the secret and is never committed).
+    fs.rmSync(path.join(out, ".env"));
+    assert.match(read(out, "src/main.ts"), /defaults: \{ AUTH_REQUIRED: "true" \}/);
+    assert.match(read(out, ".env.example"), /^AUTH_REQUIRED=true$/m);
+    const env: NodeJS.ProcessEnv = { ...process.env, GRPC_PORT: "0", HTTP_PORT: "0", LISTEN_HOST: "127.0.0.1", LOG_FORMAT: "json" };
+    for (const k of ["JWT_SECRET", "JWT_JWKS_URL", "JWT_OIDC_ISSUER", "API_KEYS", "AUTH_REQUIRED"]) delete env[k];
+    const r = spawnSync("make", ["-s", "-o", "node_modules/.package-lock.json", "run"], { cwd: out, env, encoding: "utf8", timeout: 180_000 });
+    assert.notEqual(r.status, 0, "it does not start");
+    assert.match(
+      r.stderr,
+      /^config: AUTH_REQUIRED: authentication is required, but no credential source is set: set JWT_SECRET, JWT_JWKS_URL, JWT_OIDC_ISSUER or API_KEYS/m,
+    );
+    assert.doesNotMatch(r.stdout, /"msg":"ready"/);
+    // Deliberately open: it starts (and is stopped once ready).
+    const child = spawn("node", ["--import", "tsx", "src/main.ts"], { cwd: out, env: { ...env, AUTH_REQUIRED: "false" }, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      let output = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`not ready: ${output}`)), 60_000);
+        child.stdout.on("data", () => {
+          if (output.includes('"msg":"ready"')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.once("exit", (code) => reject(new Error(`exited ${code}: ${output}`)));
+      });
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 });

@@ -14,12 +14,15 @@ describe(".env variables", () => {
 
   it("puts JWT_SECRET for jwt in .env only", () => {
     assert.deepEqual(secretVars({ ...base, auth: "jwt" }, () => "S"), [["JWT_SECRET", "S"]]);
-    assert.deepEqual(publicVars({ ...base, auth: "jwt" }), []);
+    assert.deepEqual(publicVars({ ...base, auth: "jwt" }), [["AUTH_REQUIRED", "true"]], "fail closed: not a secret");
   });
 
   it("puts API_KEYS in .env and HTTP_HEADER_PREFIXES in both for api-key", () => {
     assert.deepEqual(secretVars({ ...base, auth: "api-key" }, () => "K"), [["API_KEYS", "K"]]);
-    assert.deepEqual(publicVars({ ...base, auth: "api-key" }), [["HTTP_HEADER_PREFIXES", "x-api-key"]]);
+    assert.deepEqual(publicVars({ ...base, auth: "api-key" }), [
+      ["AUTH_REQUIRED", "true"],
+      ["HTTP_HEADER_PREFIXES", "x-api-key"],
+    ]);
   });
 
   it("writes everything for both", () => {

@@ -135,7 +135,7 @@ describe("rendering edge cases", () => {
     await render({ templateDir: t, targetDir: out, names: deriveNames("demo-svc"), choices: { ...defaults, auth: "jwt" } });
     assert.deepEqual(listFiles(out), [".env", ".gitignore", "package.json", "proto/demo/v1/demo.proto"]);
     assert.equal(fs.readFileSync(path.join(out, ".gitignore"), "utf8"), ".env\nnode_modules/\n");
-    assert.match(fs.readFileSync(path.join(out, ".env"), "utf8"), /^JWT_SECRET=[A-Za-z0-9_-]{43}\n$/);
+    assert.match(fs.readFileSync(path.join(out, ".env"), "utf8"), /^AUTH_REQUIRED=true\nJWT_SECRET=[A-Za-z0-9_-]{43}\n$/);
   });
 
   it("overwrites existing files (the --force case)", async () => {

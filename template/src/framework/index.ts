@@ -29,7 +29,7 @@ export { ConfigError, loadConfig } from "./config/load.js";
 export type { Config } from "./config/schema.js";
 export { type Addresses, App, type AppOptions } from "./lifecycle/app.js";
 export type { LifecycleHooks } from "./lifecycle/hooks.js";
-export { run } from "./lifecycle/run.js";
+export { type RunOptions, run } from "./lifecycle/run.js";
 export { defineService, type ServiceImpl } from "./lifecycle/service.js";
 export { rootLogger } from "./logging/logger.js";
 export { type BackoffOptions, type EveryOptions, every, type Worker } from "./workers/worker.js";

@@ -301,3 +301,26 @@ test("loadConfigOrExit: a bad setting exits 1 with every problem on its own tagg
   assert.equal(good.status, 0, good.stderr);
   assert.equal(good.stdout, "port 9191\n");
 });
+
+describe("AUTH_REQUIRED (fail closed)", () => {
+  test("true without a credential source refuses the configuration, naming every variable that would do", () => {
+    assert.throws(
+      () => loadConfig({ AUTH_REQUIRED: "true" }),
+      (err: Error) => /AUTH_REQUIRED: .*set JWT_SECRET, JWT_JWKS_URL, JWT_OIDC_ISSUER or API_KEYS .*AUTH_REQUIRED=false/.test(err.message),
+    );
+    for (const source of [
+      { JWT_SECRET: "s".repeat(32) },
+      { JWT_JWKS_URL: "https://idp.test/jwks" },
+      { JWT_OIDC_ISSUER: "https://idp.test" },
+      { API_KEYS: "k" },
+    ])
+      assert.equal(loadConfig({ AUTH_REQUIRED: "true", ...source }).AUTH_REQUIRED, true, Object.keys(source)[0]);
+    assert.equal(loadConfig({}).AUTH_REQUIRED, false, "off unless asked for");
+  });
+
+  test("src/main.ts's defaults apply where the environment leaves a variable unset or empty, and yield to it", () => {
+    assert.throws(() => loadConfig({}, { AUTH_REQUIRED: "true" }), /AUTH_REQUIRED/);
+    assert.throws(() => loadConfig({ AUTH_REQUIRED: "" }, { AUTH_REQUIRED: "true" }), /AUTH_REQUIRED/);
+    assert.equal(loadConfig({ AUTH_REQUIRED: "false" }, { AUTH_REQUIRED: "true" }).AUTH_REQUIRED, false);
+  });
+});

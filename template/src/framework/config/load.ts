@@ -13,13 +13,16 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-/** Reads, types and validates every setting; throws ConfigError listing every bad variable at once. */
-export function loadConfig(env: Env = process.env): Config {
+/**
+ * Reads, types and validates every setting; throws ConfigError listing every bad variable at once. `defaults`
+ * (e.g. src/main.ts's `AUTH_REQUIRED: "true"`) stand in for variables the environment leaves unset or empty.
+ */
+export function loadConfig(env: Env = process.env, defaults: Env = {}): Config {
   const problems: string[] = [];
   const config: Record<string, unknown> = {};
   const failed = new Set<string>();
   for (const [name, s] of Object.entries(settings)) {
-    const raw = env[name];
+    const raw = env[name] === undefined || env[name] === "" ? defaults[name] : env[name];
     if (raw === undefined || raw === "") {
       config[name] = s.default;
       continue;
@@ -43,9 +46,9 @@ export function loadConfig(env: Env = process.env): Config {
  * loadConfig for a process's start (the service, `make token`, `make observe`): a bad setting writes each
  * problem to stderr as `<tag>: <problem>` and exits 1.
  */
-export function loadConfigOrExit(tag: string, env: Env = process.env): Config {
+export function loadConfigOrExit(tag: string, env: Env = process.env, defaults: Env = {}): Config {
   try {
-    return loadConfig(env);
+    return loadConfig(env, defaults);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     for (const line of err.problems) process.stderr.write(`${tag}: ${line}\n`);
@@ -67,6 +70,19 @@ function crossChecks(c: Config, failed: ReadonlySet<string>): string[] {
   }
   if (c.GRPC_TLS_CLIENT_CA_FILE !== undefined && c.GRPC_TLS_CERT_FILE === undefined)
     problems.push("GRPC_TLS_CLIENT_CA_FILE: needs GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE (client certificates need TLS)");
+  // Fail closed: a repository generated with auth must never serve without it because its secrets were not deployed.
+  const credentialSource =
+    c.JWT_SECRET !== undefined || c.JWT_JWKS_URL !== undefined || c.JWT_OIDC_ISSUER !== undefined || c.API_KEYS.length > 0;
+  if (
+    c.AUTH_REQUIRED &&
+    !failed.has("AUTH_REQUIRED") &&
+    !credentialSource &&
+    ["JWT_SECRET", "JWT_JWKS_URL", "JWT_OIDC_ISSUER", "API_KEYS"].every((v) => !failed.has(v))
+  )
+    problems.push(
+      "AUTH_REQUIRED: authentication is required, but no credential source is set: set JWT_SECRET, JWT_JWKS_URL, JWT_OIDC_ISSUER or API_KEYS " +
+        "(in .env, which is not committed, or the deployment's secrets), or AUTH_REQUIRED=false to serve without authentication",
+    );
   if (c.JWT_JWKS_URL !== undefined && c.JWT_OIDC_ISSUER !== undefined)
     problems.push("JWT_JWKS_URL: set it or JWT_OIDC_ISSUER, not both (the issuer's discovery document names its key set)");
   if (c.JWT_OIDC_ISSUER !== undefined && c.JWT_ISSUER !== undefined && c.JWT_ISSUER !== c.JWT_OIDC_ISSUER)

@@ -171,6 +171,11 @@ export const settings = {
   JWT_CLOCK_SKEW_SECONDS: setting(p.number(0), 30, "Leeway for `exp` and `nbf`"),
   JWT_REQUIRE_EXP: setting(p.boolean, true, "Rejects tokens without an `exp` claim (false accepts tokens that never expire)"),
   API_KEYS: setting(p.list, [] as string[], "Comma list of accepted `x-api-key` values; turns on API-key authentication", true),
+  AUTH_REQUIRED: setting(
+    p.boolean,
+    false,
+    "Refuses to start unless JWT_SECRET, JWT_JWKS_URL, JWT_OIDC_ISSUER or API_KEYS is set (`--auth` repos default to true in src/main.ts)",
+  ),
   SENTRY_DSN: setting(optional(p.string), undefined, "Reports server errors to Sentry", true),
   GRPC_GRACEFUL_DURATION_IN_SECONDS: setting(p.number(0), 7, "Wait after readiness fails, so load balancers drain"),
   SHUTDOWN_DURATION_IN_SECONDS: setting(p.number(0.01), 15, "Budget for the whole shutdown; in-flight calls are cut after it"),

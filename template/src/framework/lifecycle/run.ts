@@ -4,12 +4,20 @@ import { flushLogs, rootLogger } from "../logging/logger.js";
 import { App } from "./app.js";
 import type { ServiceImpl } from "./service.js";
 
+export interface RunOptions {
+  /**
+   * Committed defaults for settings the environment leaves unset, e.g. `{ AUTH_REQUIRED: "true" }` (what
+   * `create-grpc-svc --auth` writes): a fresh clone without `.env` then refuses to start instead of serving openly.
+   */
+  defaults?: Record<string, string>;
+}
+
 /**
  * The process entry point: validates the configuration, starts the app and stops it
  * gracefully on SIGTERM/SIGINT. A second signal exits at once with code 1.
  */
-export async function run(services: ServiceImpl[]): Promise<App> {
-  const app = new App({ services, config: loadConfigOrExit("config") });
+export async function run(services: ServiceImpl[], options: RunOptions = {}): Promise<App> {
+  const app = new App({ services, config: loadConfigOrExit("config", process.env, options.defaults) });
   for (const { variable, suggestion } of settingTypos(process.env)) {
     app.log.warn({ variable, suggestion }, `unknown variable ${variable}: did you mean ${suggestion}?`);
   }
