@@ -214,6 +214,26 @@ describe("telling the versions apart", () => {
     assert.match(answer, /"message":"slow"/);
   });
 
+  test("stopping sends an HTTP/2 connection a GOAWAY: the stream in flight finishes, the connection then closes", async () => {
+    const stopping = await startTestServer([exampleService]);
+    const session = connectHttp2(stopping.httpUrl);
+    const goaway = once(session, "goaway");
+    const closed = once(session, "close");
+    const stream = session.request({ ":path": "/api/v1/countdown/3?interval_ms=100", ":method": "GET" });
+    stream.setEncoding("utf8");
+    let text = "";
+    const first = once(stream, "data");
+    stream.on("data", (chunk: string) => (text += chunk));
+    const ended = once(stream, "end");
+    await first;
+    const stopped = stopping.close();
+    await goaway;
+    await ended;
+    await closed;
+    await stopped;
+    assert.equal(text.trim().split("\n").length, 3, text);
+  });
+
   test("a connection that sends nothing is closed when the server stops, without holding the shutdown", async () => {
     const { port } = new URL(server.httpUrl);
     const socket = connectTcp(Number(port), "127.0.0.1");

@@ -39,8 +39,14 @@ export interface Http2Side {
   serveConnection: (socket: Socket | TLSSocket) => void;
   /** Open HTTP/2 connections of the port, whoever serves them: closing sends each a GOAWAY. */
   readonly sessions: Set<ServerHttp2Session>;
-  /** Connections whose version is not known yet (no bytes yet, or mid-handshake): closing destroys them. */
-  readonly pending: Set<Socket>;
+  /**
+   * Connections whose version is not known yet (no bytes yet, or mid-handshake), with the sweep at which they
+   * arrived: the sweep (once a second) and closing destroy them.
+   */
+  readonly pending: Map<Socket, number>;
+  /** The sweep of `pending`, running while it holds a connection, and how many times it has run. */
+  sweep: NodeJS.Timeout | undefined;
+  sweeps: number;
   /** Set by closeHttp2Side: new connections are refused. */
   closing: boolean;
 }
@@ -75,15 +81,15 @@ export function serveBothVersions(
     server: http2,
     serveConnection: (socket) => http2.emit("connection", socket),
     sessions: new Set(),
-    pending: new Set(),
+    pending: new Map(),
+    sweep: undefined,
+    sweeps: 0,
     closing: false,
   };
   http2.on("session", (session: ServerHttp2Session) => trackSession(side, session));
   const { pending } = side;
   const settled = (socket: Socket): void => {
     pending.delete(socket);
-    socket.setTimeout(0);
-    socket.removeListener("timeout", onTimeout);
     socket.removeListener("error", onPendingError);
   };
   if (options.tls) {
@@ -106,8 +112,7 @@ export function serveBothVersions(
         socket.destroy();
         return;
       }
-      pending.add(socket);
-      socket.once("close", () => pending.delete(socket));
+      holdPending(side, socket);
       tls.emit("connection", socket);
     });
   } else {
@@ -116,10 +121,7 @@ export function serveBothVersions(
         socket.destroy();
         return;
       }
-      pending.add(socket);
-      socket.once("close", () => pending.delete(socket));
-      socket.setTimeout(HTTP2_LIMITS.firstBytesTimeoutMs);
-      socket.once("timeout", onTimeout);
+      holdPending(side, socket);
       socket.on("error", onPendingError);
       let seen: Buffer | undefined;
       const onData = (chunk: Buffer): void => {
@@ -146,8 +148,31 @@ export function serveBothVersions(
   return side;
 }
 
-function onTimeout(this: Socket): void {
-  this.destroy();
+/** Sweeps of `pending` a connection may wait through for its first bytes (or its handshake). */
+const FIRST_BYTES_SWEEPS = HTTP2_LIMITS.firstBytesTimeoutMs / 1000;
+
+/**
+ * Puts a new connection in `pending`. One sweep a second, rather than a timer per connection: a connection costs a
+ * map entry, and one that sends nothing is closed after firstBytesTimeoutMs (to a second).
+ */
+function holdPending(side: Http2Side, socket: Socket): void {
+  side.pending.set(socket, side.sweeps);
+  side.sweep ??= setInterval(() => sweepPending(side), 1000).unref();
+}
+
+function sweepPending(side: Http2Side): void {
+  side.sweeps++;
+  for (const [socket, since] of side.pending) {
+    if (socket.destroyed) side.pending.delete(socket);
+    else if (side.sweeps - since >= FIRST_BYTES_SWEEPS) {
+      side.pending.delete(socket);
+      socket.destroy();
+    }
+  }
+  if (side.pending.size === 0) {
+    clearInterval(side.sweep);
+    side.sweep = undefined;
+  }
 }
 
 function onPendingError(this: Socket): void {
@@ -168,7 +193,9 @@ export function trackSession(side: Http2Side, session: ServerHttp2Session, idle 
 /** Closing: connections not yet sorted are destroyed, HTTP/2 ones get a GOAWAY (their open streams finish). */
 export function closeHttp2Side(side: Http2Side): void {
   side.closing = true;
-  for (const socket of side.pending) socket.destroy();
+  for (const socket of side.pending.keys()) socket.destroy();
   side.pending.clear();
+  clearInterval(side.sweep);
+  side.sweep = undefined;
   for (const session of side.sessions) session.close();
 }
