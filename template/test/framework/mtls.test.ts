@@ -277,6 +277,49 @@ describe("rotation of the certificate, key and CA files", () => {
   });
 });
 
+describe("rotation of the HTTP port's TLS files (HTTP_TLS_*)", () => {
+  test("new connections get the new certificate; a pair that does not match yet is not used", async () => {
+    for (const name of ["server.crt", "server.key"]) copyFileSync(file(name), file(`http-${name}`));
+    const server = await startTestServer([whoAmI], {
+      HTTP_TLS_CERT_FILE: file("http-server.crt"),
+      HTTP_TLS_KEY_FILE: file("http-server.key"),
+      TLS_FILES_CHECK_SECONDS: "0.05",
+    });
+    const port = Number(new URL(server.httpUrl).port);
+    /** The serial the HTTP port serves to a new TLS connection, and that the connection answers /healthcheck over HTTP/1.1. */
+    const served = async (): Promise<string> => {
+      const socket = tlsConnect({
+        host: "127.0.0.1",
+        port,
+        servername: "localhost",
+        ca: readFileSync(file("ca1.crt")),
+        ALPNProtocols: ["http/1.1"],
+      });
+      await once(socket, "secureConnect");
+      const serial = socket.getPeerCertificate().serialNumber;
+      socket.end("GET /healthcheck HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+      let text = "";
+      for await (const chunk of socket) text += chunk;
+      assert.match(text, /^HTTP\/1\.1 200 /);
+      return serial.toUpperCase();
+    };
+    try {
+      assert.equal(await served(), Buffer.from("server").toString("hex").toUpperCase());
+      copyFileSync(file("server-next.crt"), file("http-server.crt.tmp"));
+      renameSync(file("http-server.crt.tmp"), file("http-server.crt"));
+      while (!server.logs.some((l) => l.msg === "HTTP TLS files changed but cannot be used: the previous ones stay in use"))
+        await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await served(), Buffer.from("server").toString("hex").toUpperCase(), "the previous pair while the key is old");
+      copyFileSync(file("server-next.key"), file("http-server.key.tmp"));
+      renameSync(file("http-server.key.tmp"), file("http-server.key"));
+      while (!server.logs.some((l) => l.msg === "HTTP TLS files reloaded")) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await served(), Buffer.from("server-next").toString("hex").toUpperCase());
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("peerIdentity", () => {
   test("reads DNS and URI SANs, quoted values, and a SPIFFE ID only when there is exactly one", () => {
     const p = peerIdentity({

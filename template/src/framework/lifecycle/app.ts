@@ -31,7 +31,7 @@ import { closeAfterEachResponse } from "../server/http-drain.js";
 import { createHttpServer, http2SideOf } from "../server/http-server.js";
 import { trackSession } from "../server/http-versions.js";
 import { bindMethods } from "../server/methods.js";
-import { type GrpcTls, loadGrpcTls, loadHttpTls, type WatchedTlsFiles } from "../server/tls.js";
+import { loadGrpcTls, loadHttpTls, type WatchedTlsFiles } from "../server/tls.js";
 import { bindUnixSocket, type UnixSocket } from "../server/unix-socket.js";
 import { setupTracing, type Tracing, tracingEnabled } from "../tracing/setup.js";
 import { Workers } from "../workers/supervisor.js";
@@ -86,7 +86,7 @@ export class App {
   readonly #workers: Workers;
   /** The identity provider's key set (JWT_JWKS_URL or JWT_OIDC_ISSUER): readiness waits until it was fetched once. */
   readonly #keys: RemoteKeySet | undefined;
-  #tlsFiles: WatchedTlsFiles | undefined;
+  readonly #tlsFiles: WatchedTlsFiles[] = [];
   #starting: Promise<unknown> | undefined;
   #stopping: Promise<void> | undefined;
   /** Work readiness need not wait for (validation plans, the Node process collectors): run once ready. */
@@ -267,7 +267,7 @@ export class App {
 
     try {
       const grpcPort = await listenGrpc(this.#grpc, config.LISTEN_HOST, config.GRPC_PORT, tls?.server);
-      this.#watchTls(tls);
+      if (tls) this.#watchTls(tls.files, "gRPC");
       const target = this.#socket?.target ?? `${localHost.includes(":") ? `[${localHost}]` : localHost}:${grpcPort}`;
       // The gateway receives what the server may send: a response the server allows must not fail at the hop.
       this.#invoker =
@@ -275,6 +275,11 @@ export class App {
           ? inProcessInvoker()
           : grpcInvoker(target, { tls: tls?.gateway, maxReceiveLength: config.GRPC_MAX_SEND_MSG_SIZE });
       await listenHttp(http, config.LISTEN_HOST, config.HTTP_PORT, "HTTP", "HTTP_PORT");
+      if (httpTls) {
+        const front = http2SideOf(http)?.tls;
+        httpTls.onReload((next) => front?.setSecureContext({ cert: next.cert, key: next.key }));
+        this.#watchTls(httpTls.files, "HTTP");
+      }
       const httpPort = boundPort(http, config.HTTP_PORT);
       listening = httpPort;
       let adminPort: number | undefined;
@@ -387,17 +392,16 @@ export class App {
     if (failures.length > 1) throw new AggregateError(failures, "shutdown: several steps failed");
   }
 
-  /** Reloads the gRPC TLS files when they change (TLS_FILES_CHECK_SECONDS); stopped with the servers. */
-  #watchTls(tls: GrpcTls | undefined): void {
-    if (!tls) return;
-    this.#tlsFiles = tls.files;
-    tls.files.watch(this.config.TLS_FILES_CHECK_SECONDS * 1000, {
-      reloaded: (files) =>
+  /** Reloads TLS files when they change (TLS_FILES_CHECK_SECONDS); stopped with the servers. `port` names them in the log. */
+  #watchTls(files: WatchedTlsFiles, port: "gRPC" | "HTTP"): void {
+    this.#tlsFiles.push(files);
+    files.watch(this.config.TLS_FILES_CHECK_SECONDS * 1000, {
+      reloaded: (next) =>
         this.log.info(
-          { serialNumber: files.leaf.serialNumber, fingerprint256: files.leaf.fingerprint256, validTo: files.leaf.validTo },
-          "gRPC TLS files reloaded",
+          { serialNumber: next.leaf.serialNumber, fingerprint256: next.leaf.fingerprint256, validTo: next.leaf.validTo },
+          `${port} TLS files reloaded`,
         ),
-      failed: (err) => this.log.warn({ err: err.message }, "gRPC TLS files changed but cannot be used: the previous ones stay in use"),
+      failed: (err) => this.log.warn({ err: err.message }, `${port} TLS files changed but cannot be used: the previous ones stay in use`),
     });
   }
 
@@ -448,7 +452,7 @@ export class App {
     }
     this.#invoker?.close();
     this.#keys?.stop();
-    this.#tlsFiles?.stop();
+    for (const files of this.#tlsFiles) files.stop();
     this.readiness.closeWatches();
     if (this.#grpc) await stopGrpc(this.#grpc, budget);
     this.#socket?.remove();

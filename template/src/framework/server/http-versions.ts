@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { Socket } from "node:net";
-import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import { createServer as createTlsServer, type TLSSocket, type Server as TlsServer } from "node:tls";
 
 /** What every HTTP/2 connection sends first (RFC 9113 §3.4); an HTTP/1.x request line never starts so. */
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -49,6 +49,8 @@ export interface Http2Side {
   sweeps: number;
   /** Set by closeHttp2Side: new connections are refused. */
   closing: boolean;
+  /** The TLS server in front (HTTP_TLS_*): its setSecureContext puts reloaded certificate files in use. */
+  tls?: TlsServer;
 }
 
 /**
@@ -99,6 +101,7 @@ export function serveBothVersions(
       ALPNProtocols: ["h2", "http/1.1"],
       handshakeTimeout: HTTP2_LIMITS.firstBytesTimeoutMs,
     });
+    side.tls = tls;
     tls.on("secureConnection", (socket: TLSSocket) => {
       const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
       if (raw) pending.delete(raw);

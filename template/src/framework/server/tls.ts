@@ -235,9 +235,28 @@ export function loadGrpcTls(
   return { server, gateway, files, clientAuth };
 }
 
+/** The HTTP port's TLS files: read at start-up, and watched (files.watch) once `onReload` says where changes go. */
+export interface HttpTls {
+  cert: Buffer;
+  key: Buffer;
+  files: WatchedTlsFiles;
+  onReload(apply: (files: TlsFiles) => void): void;
+}
+
 /** Reads HTTP_TLS_CERT_FILE and HTTP_TLS_KEY_FILE at start-up (undefined when unset), checked as loadGrpcTls checks its pair. */
-export function loadHttpTls(config: Pick<Config, "HTTP_TLS_CERT_FILE" | "HTTP_TLS_KEY_FILE">): { cert: Buffer; key: Buffer } | undefined {
+export function loadHttpTls(config: Pick<Config, "HTTP_TLS_CERT_FILE" | "HTTP_TLS_KEY_FILE">): HttpTls | undefined {
   if (config.HTTP_TLS_CERT_FILE === undefined || config.HTTP_TLS_KEY_FILE === undefined) return undefined;
-  const { cert, key } = readPair("HTTP_TLS_CERT_FILE", config.HTTP_TLS_CERT_FILE, "HTTP_TLS_KEY_FILE", config.HTTP_TLS_KEY_FILE);
-  return { cert, key };
+  let apply: ((files: TlsFiles) => void) | undefined;
+  const files = new WatchedTlsFiles(
+    { certVar: "HTTP_TLS_CERT_FILE", cert: config.HTTP_TLS_CERT_FILE, keyVar: "HTTP_TLS_KEY_FILE", key: config.HTTP_TLS_KEY_FILE },
+    (next) => apply?.(next),
+  );
+  return {
+    cert: files.current.cert,
+    key: files.current.key,
+    files,
+    onReload: (fn) => {
+      apply = fn;
+    },
+  };
 }
