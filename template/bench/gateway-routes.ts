@@ -32,6 +32,7 @@ async function gateway(selected: readonly GatewayRoute[]) {
     headers: { traceHeader: config.TRACE_HEADER_NAME, debugHeader: config.DEBUG_LOG_HEADER_NAME, prefixes: [] },
     marshalers: new Marshalers({ sse: false }),
     heartbeatMs: 0,
+    streamIdleMs: 0,
     maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE,
   });
   await app.ready();

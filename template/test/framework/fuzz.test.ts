@@ -401,9 +401,9 @@ describe("limits", () => {
     const app = await createHttpServer(loadConfig({ GRPC_MAX_RECV_MSG_SIZE: "1000" }));
     try {
       const s = app.server;
-      assert.equal(s.requestTimeout, HTTP_LIMITS.requestTimeoutMs);
-      assert.equal(s.headersTimeout, HTTP_LIMITS.headersTimeoutMs);
-      assert.equal(s.keepAliveTimeout, HTTP_LIMITS.keepAliveTimeoutMs);
+      assert.equal(s.requestTimeout, 30_000);
+      assert.equal(s.headersTimeout, 10_000);
+      assert.equal(s.keepAliveTimeout, 72_000);
       assert.equal(s.timeout, HTTP_LIMITS.connectionTimeoutMs);
       assert.equal((s as unknown as { maxHeaderSize: number }).maxHeaderSize, HTTP_LIMITS.maxHeaderSize);
       assert.equal(app.initialConfig.bodyLimit, 1000, "the body limit is GRPC_MAX_RECV_MSG_SIZE");

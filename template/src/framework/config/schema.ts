@@ -125,6 +125,22 @@ export const settings = {
   DISABLE_HTTP_COMPRESSION: setting(p.boolean, false, "Turns off gzip/brotli of HTTP responses"),
   DISABLE_SSE_MARSHALER: setting(p.boolean, false, "Serves streams as NDJSON only, never server-sent events"),
   SSE_HEARTBEAT_SECONDS: setting(p.number(0.01), 15, "Interval of the SSE `: ping` comment"),
+  HTTP_HEADERS_TIMEOUT_SECONDS: setting(p.number(0.01), 10, "An HTTP request's line and headers must arrive within this, else 408"),
+  HTTP_REQUEST_TIMEOUT_SECONDS: setting(
+    p.number(0.01),
+    30,
+    "An HTTP request's whole body must arrive within this, else 408; not a client-streaming or bidi call's (see HTTP_STREAM_IDLE_TIMEOUT_SECONDS)",
+  ),
+  HTTP_STREAM_IDLE_TIMEOUT_SECONDS: setting(
+    p.number(0),
+    60,
+    "A client-streaming or bidi call over HTTP (NDJSON) whose connection carries nothing either way for this long ends with DEADLINE_EXCEEDED (0 = off)",
+  ),
+  HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: setting(
+    p.number(0.01),
+    72,
+    "An idle keep-alive HTTP connection closes after this (above the 60 s of common load balancers)",
+  ),
   CORS_ALLOWED_ORIGINS: setting(
     p.originList,
     [] as string[],

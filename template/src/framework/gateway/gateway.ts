@@ -8,6 +8,7 @@ import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { httpError, sendHttpError, UnsupportedMediaTypeError } from "../errors/http.js";
+import { liftRequestTimeout } from "../server/http-server.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
 import { jsonReader } from "./json-reader.js";
@@ -34,6 +35,8 @@ export interface GatewayOptions {
   marshalers: Marshalers;
   /** Interval of a marshaler's heartbeat (SSE `: ping`), in ms; 0 for none. */
   heartbeatMs: number;
+  /** HTTP_STREAM_IDLE_TIMEOUT_SECONDS in ms: a streamed request body's call ends once its connection is idle this long; 0 for never. */
+  streamIdleMs: number;
   /** The largest message of a streamed request body (GRPC_MAX_RECV_MSG_SIZE). */
   maxMessageBytes: number;
   /** Told of each gateway request (metrics); `req.gatewayRoute` tells the route matched. */
@@ -125,7 +128,7 @@ function responseJson(route: GatewayRoute, message: Message): string {
  * a path, for CORS preflight answers.
  */
 export function registerGateway(app: FastifyInstance, options: GatewayOptions): (path: string) => string[] {
-  const { routes, invoker, headers: policy, marshalers, heartbeatMs, maxMessageBytes, observer } = options;
+  const { routes, invoker, headers: policy, marshalers, heartbeatMs, streamIdleMs, maxMessageBytes, observer } = options;
   const { traceHeader } = policy;
   marshalers.freeze();
   if (!app.hasRequestDecorator("gatewayRoute")) app.decorateRequest("gatewayRoute", undefined);
@@ -222,7 +225,10 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       }
       const deadline = deadlineIn(parseGrpcTimeout(req.headers["grpc-timeout"]));
       const decode = streamMessageDecoder(route, segments, q === -1 ? "" : url.slice(q + 1));
-      requests = jsonMessages(body, maxMessageBytes, decode);
+      // The body is a stream as long as the call: the whole-request timeout is for unary bodies. The
+      // call's deadline, the idle limit and shutdown end it instead.
+      liftRequestTimeout(body);
+      requests = jsonMessages(body, maxMessageBytes, decode, streamIdleMs);
       const controller = callController(reply);
       const metadata = metadataFromHeaders(req.headers, policy);
       const early = route.earlyHeader ? new EarlyHeader() : undefined;

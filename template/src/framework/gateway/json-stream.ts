@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type { Message } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../call/status.js";
@@ -190,11 +191,25 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * written, and the caller discards the rest.
  */
 export function jsonMessages(
-  body: Readable,
+  body: Readable & Partial<Pick<IncomingMessage, "setTimeout">>,
   maxBytes: number,
   decode: (json: string, index: number) => Message,
+  idleMs = 0,
 ): AsyncIterator<Message, undefined> {
   const splitter = new JsonSplitter(maxBytes);
+  /** Set once the connection was idle for idleMs: every read fails with it from then on. */
+  let idle: GrpcError | undefined;
+  if (idleMs > 0) {
+    // The socket's own idle timer: any byte either way restarts it (no timer per message). Listening on the
+    // request keeps Node from destroying the socket, so the error can still be written.
+    body.setTimeout?.(idleMs, () => {
+      idle ??= new GrpcError(
+        Code.DEADLINE_EXCEEDED,
+        `nothing was sent either way for ${idleMs / 1000} s (HTTP_STREAM_IDLE_TIMEOUT_SECONDS): send a message or a newline to keep the stream open`,
+      );
+      wake?.();
+    });
+  }
   let pending: Buffer[] = [];
   let next = 0;
   let index = 0;
@@ -206,6 +221,7 @@ export function jsonMessages(
   const nextChunk = async (): Promise<Buffer | null> => {
     for (;;) {
       if (finished) return null;
+      if (idle) throw idle;
       const chunk = body.read() as Buffer | null;
       if (chunk !== null) return chunk;
       if (body.readableEnded) return null;
@@ -250,6 +266,7 @@ export function jsonMessages(
       return { done: false, value: decode(text, i) };
     },
     async return() {
+      if (idleMs > 0) body.setTimeout?.(0);
       finished = true;
       pending = [];
       next = 0;

@@ -235,6 +235,7 @@ export class App {
       headers,
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
+      streamIdleMs: config.HTTP_STREAM_IDLE_TIMEOUT_SECONDS * 1000,
       maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE,
     });
     const protocolMethods = registerBrowserProtocols(http, {

@@ -36,12 +36,6 @@ function codeForFastifyError(err: FastifyError): Code {
  * limit is GRPC_MAX_RECV_MSG_SIZE. Documented in docs/configuration.md's "Limits" table.
  */
 export const HTTP_LIMITS = {
-  /** Whole request (headers and body) must arrive within this, else 408: slow-loris uploads. Responses (streams) are not limited. */
-  requestTimeoutMs: 30_000,
-  /** Request line and headers must arrive within this, else 408. */
-  headersTimeoutMs: 10_000,
-  /** An idle keep-alive connection is closed after this; above the 60 s idle timeout of common load balancers. */
-  keepAliveTimeoutMs: 72_000,
   /** No idle timeout on an open request: SSE and NDJSON streams may be quiet for long (SSE sends a heartbeat). */
   connectionTimeoutMs: 0,
   /** Request line plus headers, in bytes; more is 431. */
@@ -53,6 +47,7 @@ export const HTTP_LIMITS = {
 /** A request Node's parser rejected before fastify saw it (bad request line or header, too large, too slow): a JSON error, then close. */
 function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
+  if (err.code === "ERR_HTTP_REQUEST_TIMEOUT" && streamingRequests.get(socket)?.complete === false) return; // a streamed body: see liftRequestTimeout
   const [status, code, message] =
     err.code === "HPE_HEADER_OVERFLOW"
       ? [431, Code.INVALID_ARGUMENT, "request headers too large"]
@@ -149,7 +144,32 @@ function refuseOverloaded(req: IncomingMessage, res: ServerResponse, overload: H
  * a request counts in flight from here until its response closes, and is refused before fastify runs when
  * the process is overloaded.
  */
-function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse) => void, versions: HttpVersions): Server {
+/**
+ * The time limits of an HTTP server, from HTTP_HEADERS_TIMEOUT_SECONDS, HTTP_REQUEST_TIMEOUT_SECONDS and
+ * HTTP_KEEP_ALIVE_TIMEOUT_SECONDS.
+ */
+export interface HttpTimeouts {
+  /** Request line and headers must arrive within this, else 408. */
+  headersMs: number;
+  /** Whole request (headers and body) must arrive within this, else 408: slow-loris uploads. Responses (streams) are not limited. */
+  requestMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveMs: number;
+}
+
+export function httpTimeouts(config: Config): HttpTimeouts {
+  return {
+    headersMs: config.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
+    requestMs: config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000,
+    keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS * 1000,
+  };
+}
+
+function createLimitedServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  versions: HttpVersions,
+  timeouts: HttpTimeouts,
+): Server {
   const overload = versions.overload;
   const guard = overload?.guard;
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
@@ -176,7 +196,12 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
   };
   const server: Server = createServer(
     {
-      headersTimeout: HTTP_LIMITS.headersTimeoutMs,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: Math.max(timeouts.requestMs, timeouts.headersMs),
+      // Node checks both timeouts only at this interval (30 s by default, so the 10 s header timeout acted
+      // at up to 40 s): a tenth of the header timeout, at most 1 s. The check walks the requests still
+      // arriving, in C++, and does nothing more unless one is late.
+      connectionsCheckingInterval: Math.min(1000, Math.max(10, timeouts.headersMs / 10)),
       maxHeaderSize: HTTP_LIMITS.maxHeaderSize,
       requireHostHeader: false,
       // Only an upgrade someone takes is one (see acceptUpgrades): Node would hand every request carrying
@@ -201,14 +226,27 @@ function createLimitedServer(handler: (req: IncomingMessage, res: ServerResponse
   else server.on("connection", track);
   // Node answers an Expect other than 100-continue with a bare 417 unless someone listens; ours has the JSON body.
   server.on("checkExpectation", refuseExpectation);
-  server.requestTimeout = HTTP_LIMITS.requestTimeoutMs;
-  server.keepAliveTimeout = HTTP_LIMITS.keepAliveTimeoutMs;
+  server.keepAliveTimeout = timeouts.keepAliveMs;
   server.setTimeout(HTTP_LIMITS.connectionTimeoutMs);
   return server;
 }
 
 /** Each HTTP server's overload protection, for its upgrades. */
 const overloads = new WeakMap<Server, OverloadGuard | undefined>();
+
+/** Per connection, the request on it whose body streams for a whole call (see liftRequestTimeout). */
+const streamingRequests = new WeakMap<Duplex, IncomingMessage>();
+
+/**
+ * Exempts a request whose body streams for the whole call (client-streaming and bidi routes) from the
+ * whole-request timeout: Node would otherwise end it with a 408 (or, once the response has begun, abort it
+ * mid-way) when HTTP_REQUEST_TIMEOUT_SECONDS has passed since its headers. Node has no option per request;
+ * its timeout reaches onClientError, which leaves such a request alone (Node has then taken it off the list
+ * it checks, so it is not reported again). The call's deadline, the stream's idle limit and shutdown end it.
+ */
+export function liftRequestTimeout(req: IncomingMessage): void {
+  streamingRequests.set(req.socket, req);
+}
 
 /** The HTTP/2 side of each HTTP port's server (SINGLE_PORT reroutes its connections). */
 const http2Sides = new WeakMap<Server, Http2Side>();
@@ -359,7 +397,7 @@ export async function createHttpServer(config: Config, versions: HttpVersions = 
   const app = Fastify({
     logger: false,
     bodyLimit: config.GRPC_MAX_RECV_MSG_SIZE,
-    serverFactory: (handler) => createLimitedServer(handler, versions),
+    serverFactory: (handler) => createLimitedServer(handler, versions, httpTimeouts(config)),
     routerOptions: { maxParamLength: HTTP_LIMITS.maxParamLength },
     clientErrorHandler: onClientError,
     return503OnClosing: false, // refuseWhileClosing answers instead, in our JSON shape

@@ -1,0 +1,114 @@
+/**
+ * Long HTTP streams: a client-streaming or bidi call over HTTP is not ended by the request or
+ * header timeouts while it is active; only its deadline, the idle limit between messages and shutdown end
+ * it. A 10-minute bidi call exchanging a message every 20 s must complete: run here at 1/100 of the time,
+ * every limit scaled alike (headers 10 s → 0.1 s, whole request 30 s → 0.3 s, idle 60 s → 0.6 s), so the
+ * same code runs; a message every 0.2 s for 6 s. And the header timeout acts at its value, not at Node's
+ * next 30 s sweep. node:http and raw node:net against a real server, in each gateway mode.
+ */
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { connect } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Code } from "../../src/framework/index.js";
+import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
+
+const SCALE = 100;
+const SCALED = {
+  HTTP_HEADERS_TIMEOUT_SECONDS: String(10 / SCALE),
+  HTTP_REQUEST_TIMEOUT_SECONDS: String(30 / SCALE),
+  HTTP_STREAM_IDLE_TIMEOUT_SECONDS: String(60 / SCALE),
+};
+/** 10 minutes, a message every 20 s, scaled. */
+const MESSAGES = 30;
+const EVERY_MS = 20_000 / SCALE;
+
+/** A streamed POST: pieces are written as the test goes; the response's NDJSON lines are read as they come. */
+function open(url: string) {
+  const req = httpRequest(url, { method: "POST", headers: { "content-type": "application/x-ndjson" } });
+  req.on("error", () => {}); // the server may close first; what the test reads tells
+  req.flushHeaders();
+  const response = once(req, "response").then(([res]) => res as IncomingMessage);
+  return { req, response, send: (piece: string) => new Promise<void>((resolve) => req.write(piece, () => resolve())) };
+}
+
+/** Reads a response's lines as they come; next() is the next one parsed, undefined at the end. */
+function lines(res: IncomingMessage) {
+  const it = (async function* () {
+    let buffered = "";
+    res.setEncoding("utf8");
+    for await (const chunk of res) {
+      buffered += chunk;
+      for (let i = buffered.indexOf("\n"); i !== -1; i = buffered.indexOf("\n")) {
+        yield JSON.parse(buffered.slice(0, i)) as Record<string, unknown>;
+        buffered = buffered.slice(i + 1);
+      }
+    }
+    if (buffered.trim() !== "") yield JSON.parse(buffered) as Record<string, unknown>;
+  })();
+  return { next: async () => (await it.next()).value };
+}
+
+for (const mode of ["tcp", "unix", "in-process"] as const) {
+  describe(`long HTTP streams, at 1/${SCALE} of the time (gateway mode ${mode})`, () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer([fixtureService], { GATEWAY_MODE: mode, ...SCALED });
+    });
+    after(() => server.close());
+    const url = (path: string) => `${server.httpUrl}${path}`;
+
+    test("a 10-minute bidi call exchanging a message every 20 s completes: every reply, then a clean end", async () => {
+      const call = open(url("/api/v1/chat"));
+      await call.send('{"text":"m0"}\n');
+      const replies = lines(await call.response);
+      assert.deepEqual(await replies.next(), { result: { text: "m0", seq: 1 } });
+      for (let i = 1; i < MESSAGES; i++) {
+        await sleep(EVERY_MS);
+        await call.send(`{"text":"m${i}"}\n`);
+        assert.deepEqual(await replies.next(), { result: { text: `m${i}`, seq: i + 1 } }, `message ${i + 1}`);
+      }
+      call.req.end();
+      assert.equal(await replies.next(), undefined);
+    });
+
+    test("a 10-minute client stream sending a message every 20 s gets its one answer", async () => {
+      const call = open(url("/api/v1/sum"));
+      for (let i = 0; i < MESSAGES; i++) {
+        if (i > 0) await sleep(EVERY_MS);
+        await call.send('{"value":1}\n');
+      }
+      call.req.end();
+      const res = await call.response;
+      assert.equal(res.statusCode, 200);
+      let body = "";
+      for await (const chunk of res) body += chunk;
+      assert.deepEqual(JSON.parse(body), { sum: String(MESSAGES), count: MESSAGES });
+    });
+
+    test("a bidi call quiet both ways for the idle limit ends with a last error line of code 4", async () => {
+      const call = open(url("/api/v1/chat"));
+      await call.send('{"text":"a"}\n');
+      const replies = lines(await call.response);
+      assert.deepEqual(await replies.next(), { result: { text: "a", seq: 1 } });
+      const last = (await replies.next()) as { error: { code: number; message: string } };
+      assert.equal(last.error.code, Code.DEADLINE_EXCEEDED);
+      assert.match(last.error.message, /HTTP_STREAM_IDLE_TIMEOUT_SECONDS/);
+      assert.equal(await replies.next(), undefined);
+      call.req.destroy();
+    });
+
+    test("request headers that stop coming get 408 at the header timeout, not at Node's next 30 s sweep", { timeout: 5000 }, async () => {
+      const socket = connect(Number(new URL(server.httpUrl).port), "127.0.0.1");
+      socket.write("GET /healthcheck HTTP/1.1\r\nHost: x\r\n"); // and no end of headers
+      let text = "";
+      socket.setEncoding("utf8");
+      socket.on("data", (c: string) => (text += c));
+      await once(socket, "close");
+      assert.match(text, /^HTTP\/1\.1 408 /);
+    });
+  });
+}
