@@ -4,6 +4,8 @@
  * refuses `*` with credentials.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { connect as connectHttp2 } from "node:http2";
 import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../src/framework/config/load.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
@@ -186,6 +188,23 @@ describe("CORS off (the default) and the admin port", () => {
       // The same port on another host name is someone else.
       const other = await preflight(`${server.httpUrl}/v1/shelves/1/books`, `http://evil.example:${admin.port}`);
       assert.deepEqual(corsHeaders(other), {});
+      // Over HTTP/2 the host is in :authority.
+      const session = connectHttp2(server.httpUrl);
+      try {
+        const stream = session.request({
+          ":method": "OPTIONS",
+          ":path": "/v1/shelves/1/books",
+          origin: admin.origin,
+          "access-control-request-method": "POST",
+        });
+        stream.end();
+        const [headers] = (await once(stream, "response")) as [Record<string, string>];
+        stream.resume();
+        assert.equal(headers[":status"], 204);
+        assert.equal(headers["access-control-allow-origin"], admin.origin);
+      } finally {
+        session.close();
+      }
     } finally {
       await server.close();
     }

@@ -214,6 +214,17 @@ describe("telling the versions apart", () => {
     assert.match(answer, /"message":"slow"/);
   });
 
+  test("HTTP/2 connections are told the port's limits: 100 concurrent requests, 16 KiB of request headers", async () => {
+    const session = connectHttp2(server.httpUrl);
+    try {
+      const [settings] = (await once(session, "remoteSettings")) as [{ maxConcurrentStreams?: number; maxHeaderListSize?: number }];
+      assert.equal(settings.maxConcurrentStreams, 100);
+      assert.equal(settings.maxHeaderListSize, 16_384);
+    } finally {
+      session.close();
+    }
+  });
+
   test("stopping sends an HTTP/2 connection a GOAWAY: the stream in flight finishes, the connection then closes", async () => {
     const stopping = await startTestServer([exampleService]);
     const session = connectHttp2(stopping.httpUrl);

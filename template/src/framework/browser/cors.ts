@@ -126,7 +126,8 @@ export function registerCors(app: FastifyInstance, policy: CorsPolicy, methodsAt
     const origin = req.headers.origin;
     // The answer depends on Origin unless it is `*`: caches must not serve one origin's answer to another.
     if (!policy.wildcard) reply.header("vary", "Origin");
-    if (origin === undefined || !policy.allows(origin, req.headers.host)) {
+    // HTTP/2 requests name their host in :authority.
+    if (origin === undefined || !policy.allows(origin, req.headers.host ?? (req.headers[":authority"] as string | undefined))) {
       done();
       return;
     }

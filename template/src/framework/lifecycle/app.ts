@@ -209,7 +209,10 @@ export class App {
     const http = await createHttpServer(config, {
       http2: true,
       tls: httpTls,
-      overload: overload && { guard: overload, corsHeaders: (req) => cors.headersFor(req.headers.origin, req.headers.host) },
+      overload: overload && {
+        guard: overload,
+        corsHeaders: (req) => cors.headersFor(req.headers.origin, req.headers.host ?? (req.headers[":authority"] as string | undefined)),
+      },
     });
     this.#http = http;
     if (config.SINGLE_PORT) serveGrpcOnHttpPort(this.#grpc, http);
