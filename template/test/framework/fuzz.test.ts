@@ -9,7 +9,6 @@ import { connect as http2Connect } from "node:http2";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { Code, loadConfig } from "../../src/framework/index.js";
-import { GRPC_LIMITS } from "../../src/framework/server/grpc-server.js";
 import { createHttpServer, HTTP_LIMITS } from "../../src/framework/server/http-server.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
@@ -412,11 +411,11 @@ describe("limits", () => {
     }
   });
 
-  test("the gRPC server announces its concurrent-stream limit", async () => {
+  test("the gRPC server announces GRPC_MAX_CONCURRENT_STREAMS", async () => {
     const session = http2Connect(`http://${server.grpcAddress}`);
     try {
       await new Promise((resolve) => session.once("remoteSettings", resolve));
-      assert.equal(session.remoteSettings.maxConcurrentStreams, GRPC_LIMITS.maxConcurrentStreams);
+      assert.equal(session.remoteSettings.maxConcurrentStreams, loadConfig({}).GRPC_MAX_CONCURRENT_STREAMS);
     } finally {
       session.close();
     }

@@ -65,6 +65,21 @@ export const settings = {
   DISABLE_PROTO_VALIDATE: setting(p.boolean, false, "Turns off buf.validate request validation"),
   GRPC_MAX_RECV_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest request in bytes (gRPC message or HTTP body)"),
   GRPC_MAX_SEND_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest response message in bytes"),
+  GRPC_MAX_CONCURRENT_STREAMS: setting(
+    p.integer(1, 2 ** 31 - 1),
+    100,
+    "Calls one client connection may hold open on the gRPC port at once (the gateway's own connection is exempt)",
+  ),
+  GRPC_MAX_CONNECTIONS: setting(
+    p.integer(0, 1_000_000),
+    100,
+    "Open connections the gRPC port accepts, more are closed at once (0 = no cap); each may hold GRPC_MAX_CONCURRENT_STREAMS idle calls of ~19 KB",
+  ),
+  GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS: setting(
+    p.number(0),
+    10,
+    "A gRPC call whose first request message has not begun within this ends with DEADLINE_EXCEEDED (0 = off)",
+  ),
   DISABLE_GRPC_REFLECTION: setting(p.boolean, false, "Turns off gRPC server reflection"),
   // Timers hold at most 24.8 days (2^31-1 ms), and grpc-js adds up to 10 % to the age: 20 days stays under both.
   GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: setting(

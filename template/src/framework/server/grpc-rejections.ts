@@ -103,8 +103,10 @@ class WatchedCall implements ServerInterceptingCallInterface, InterceptingServer
   }
 
   sendStatus(status: PartialStatusObject): void {
-    // Before the handler ran, a status from above is grpc-js refusing a request with no message or two.
-    this._reject(status.code);
+    // Before the handler ran, a status from above is grpc-js refusing a request with no message or two, unless
+    // the server already answered on the stream itself (GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS, grpc-connections.ts:
+    // grpc-js then reads the stream's end as a half-close with no message).
+    this._reject(sentStatus(this._next)?.code ?? status.code);
     this._next.sendStatus(status);
   }
 

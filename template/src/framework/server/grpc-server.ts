@@ -9,6 +9,8 @@ import { rootLogger } from "../logging/logger.js";
 import type { OverloadGuard } from "../overload/guard.js";
 import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
 import { GATEWAY_PATH_KEY, grpcHandler, isGatewayHop } from "./grpc-adapter.js";
+import { ConnectionGuard } from "./grpc-connections.js";
+import { isGrpcContentType } from "./grpc-content-type.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
 import { routeGrpcJsLogs } from "./grpc-js-logs.js";
 import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-rejections.js";
@@ -34,8 +36,6 @@ export interface GrpcServerOptions {
  * Documented in docs/configuration.md's "Limits" table.
  */
 export const GRPC_LIMITS = {
-  /** Concurrent calls per HTTP/2 connection (more wait). High, as the gateway's calls share one connection (1,000 SSE clients). */
-  maxConcurrentStreams: 10_000,
   /** The server pings a connection idle this long, and closes it if no answer comes within keepaliveTimeoutMs (dead peers). */
   keepaliveTimeMs: 2 * 60 * 60 * 1000,
   keepaliveTimeoutMs: 20_000,
@@ -49,7 +49,8 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
   const server = new Server({
     "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
     "grpc.max_send_message_length": config.GRPC_MAX_SEND_MSG_SIZE,
-    "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
+    // Per connection; the gateway's own connection is lifted to GATEWAY_MAX_CONCURRENT_STREAMS (grpc-connections.ts).
+    "grpc.max_concurrent_streams": config.GRPC_MAX_CONCURRENT_STREAMS,
     "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
@@ -81,6 +82,10 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
       permitWithoutCalls: config.GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS,
     },
     overload,
+    guard: new ConnectionGuard({
+      maxConnections: config.GRPC_MAX_CONNECTIONS,
+      firstMessageTimeoutMs: config.GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS * 1000,
+    }),
   });
   readiness.addToServer(server);
   if (!config.DISABLE_GRPC_REFLECTION) {
@@ -97,8 +102,9 @@ export type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHe
 /** What singlePortInjector's next HTTP/2 server does besides gRPC; set only while grpc-js makes it. */
 let sharing: { others: StreamListener; onSession: (session: ServerHttp2Session) => void } | undefined;
 
-/** Each server's open HTTP/2 connections, which stopGrpc resets when it must stop at once. */
+/** Each server's open HTTP/2 connections, which stopGrpc resets when it must stop at once, and its guard. */
 const connections = new WeakMap<Server, Set<ServerHttp2Session>>();
+const guards = new WeakMap<Server, ConnectionGuard>();
 
 /** What wrapHttp2Servers reaches into: the grpc-js method that makes each of its HTTP/2 servers. */
 interface Http2ServerMaker {
@@ -118,24 +124,31 @@ function canWrapHttp2Servers(server: object): server is Http2ServerMaker {
  */
 function wrapHttp2Servers(
   server: Server,
-  { age, keepalive, overload }: { age: ConnectionAge; keepalive: KeepalivePolicy; overload: OverloadGuard | undefined },
+  {
+    age,
+    keepalive,
+    overload,
+    guard,
+  }: { age: ConnectionAge; keepalive: KeepalivePolicy; overload: OverloadGuard | undefined; guard: ConnectionGuard },
 ): void {
   // The method is private in grpc-js's types.
   const internals: object = server;
   if (!canWrapHttp2Servers(internals)) {
     rootLogger().warn(
-      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers, clients' ping rate and overload on the gRPC port are not guarded, and connections have no maximum age",
+      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers, clients' ping rate and overload on the gRPC port are not guarded, and connections have no maximum age; GRPC_MAX_CONNECTIONS and GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS do not apply",
     );
     return;
   }
   const create = internals.createHttp2Server;
   const open = new Set<ServerHttp2Session>();
   connections.set(server, open);
+  guards.set(server, guard);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
     guardStreams(http2Server, overload);
     // After: the listener that routes by content type hands gRPC's streams to the guarded one.
     if (sharing) shareWithHttp(http2Server, sharing.others, sharing.onSession);
+    guard.watch(http2Server);
     http2Server.on("session", (session: ServerHttp2Session) => {
       open.add(session);
       limitAge(session, age);
@@ -166,10 +179,7 @@ export function singlePortInjector(
   }
 }
 
-/** `application/grpc` and `application/grpc+<codec>` (not `application/grpc-web…`): gRPC's content types. */
-export function isGrpcContentType(type: string | undefined): boolean {
-  return type?.startsWith("application/grpc") === true && (type.length === 16 || type[16] === "+" || type[16] === ";");
-}
+export { isGrpcContentType };
 
 function shareWithHttp(http2Server: Http2Server, others: StreamListener, onSession: (session: ServerHttp2Session) => void): void {
   const listeners = http2Server.listeners("stream") as StreamListener[];
@@ -303,6 +313,7 @@ export function stopGrpc(server: Server, signal: AbortSignal): Promise<void> {
     if (signal.aborted) force();
     else signal.addEventListener("abort", force, { once: true });
     server.tryShutdown(() => {
+      guards.get(server)?.close();
       signal.removeEventListener("abort", force);
       resolve();
     });

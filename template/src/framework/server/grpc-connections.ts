@@ -1,0 +1,179 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { type Http2Server, constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import { Code } from "../call/status.js";
+import { rootLogger } from "../logging/logger.js";
+import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
+import { isGrpcContentType } from "./grpc-content-type.js";
+
+/**
+ * Streams on the gateway's own connection: every HTTP call it serves is a gRPC call on that one connection
+ * (1,000 SSE clients are 1,000 streams), so it gets this limit in place of GRPC_MAX_CONCURRENT_STREAMS.
+ */
+export const GATEWAY_MAX_CONCURRENT_STREAMS = 10_000;
+
+/** Streams the newest bucket holds before its closed ones are dropped. */
+const COMPACT_MIN = 1024;
+
+/** At most one log line per this many milliseconds for refused connections. */
+const DROP_LOG_INTERVAL_MS = 10_000;
+
+export interface ConnectionLimits {
+  /** GRPC_MAX_CONNECTIONS: 0 for no cap. */
+  maxConnections: number;
+  /** GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS in milliseconds: 0 for none. */
+  firstMessageTimeoutMs: number;
+}
+
+/** Set on a session once it is known to be the gateway's (its calls carry the process's gateway token). */
+const GATEWAY = Symbol("gateway connection");
+type Session = ServerHttp2Session & { [GATEWAY]?: true };
+
+/**
+ * Guards one gRPC server's HTTP/2 servers against clients that hold resources without using them:
+ * a cap on open connections (net.Server's own `maxConnections`: a connection beyond it is closed before
+ * any HTTP/2 state is made), and a time limit for a call's first request message. The per-connection
+ * stream limit is grpc-js's `grpc.max_concurrent_streams`, which this lifts on the gateway's connection.
+ *
+ * Calls waiting for their first message are found by one coarse sweep per server rather than a timer per
+ * call: each new stream is pushed on the newest of three buckets (an array slot, no allocation per call; closed ones are dropped as it grows),
+ * and every half timeout the oldest bucket is checked and emptied, so a stream is looked at once, between
+ * one and one and a half timeouts after it opened. A stream is left alone once its request has begun
+ * (Node's `readableDidRead`, or bytes wait in its buffer for a handler yet to read), has ended, has closed, or the server has answered its headers: a
+ * server-streaming or bidi call the server is already talking on is not idle.
+ */
+export class ConnectionGuard {
+  readonly #limits: ConnectionLimits;
+  /** Oldest first; new streams go on the last. Empty when the timeout is off. */
+  readonly #buckets: ServerHttp2Stream[][];
+  #sweeper: NodeJS.Timeout | undefined;
+  #dropped = 0;
+  #compactAt = COMPACT_MIN;
+  #lastDropLog = 0;
+
+  constructor(limits: ConnectionLimits) {
+    this.#limits = limits;
+    this.#buckets = limits.firstMessageTimeoutMs > 0 ? [[], [], []] : [];
+  }
+
+  /** Applies the limits to one of grpc-js's HTTP/2 servers (TCP, TLS or the gateway's Unix socket). */
+  watch(http2Server: Http2Server): void {
+    if (this.#limits.maxConnections > 0) {
+      http2Server.maxConnections = this.#limits.maxConnections;
+      http2Server.on("drop", () => this.#onDrop());
+    }
+    http2Server.on("session", (session: Session) => {
+      // A Unix socket is the gateway's private hop (0600 in a 0700 directory): no remote address.
+      if (session.socket?.remoteAddress === undefined) markGateway(session);
+    });
+    const bucketed = this.#buckets.length > 0;
+    http2Server.prependListener("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+      const session = stream.session as Session | undefined;
+      if (session === undefined || session[GATEWAY] === true) return;
+      if (isGatewayHop(headers[GATEWAY_PATH_KEY])) markGateway(session);
+      // Only gRPC calls that may still send a message: with SINGLE_PORT, the HTTP port's own HTTP/2 requests
+      // come through here too, and a request with END_STREAM on its headers has nothing more to send.
+      else if (bucketed && !stream.endAfterHeaders && isGrpcContentType(headers["content-type"])) this.#track(stream);
+    });
+  }
+
+  /** Stops the sweep (the server is stopping); the streams still held are the shutdown's to end. */
+  close(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+    for (const bucket of this.#buckets) bucket.length = 0;
+  }
+
+  #track(stream: ServerHttp2Stream): void {
+    const young = this.#buckets[2]!;
+    young.push(stream);
+    // Closed streams are dropped from time to time, so a flood of short calls (or of resets) is not held
+    // until its sweep: amortised O(1) a call, at most twice the open streams (or COMPACT_MIN) kept.
+    if (young.length >= this.#compactAt) {
+      let kept = 0;
+      for (const s of young) if (!s.closed && !s.destroyed) young[kept++] = s;
+      young.length = kept;
+      this.#compactAt = Math.max(COMPACT_MIN, 2 * kept);
+    }
+    this.#sweeper ??= this.#startSweeping();
+  }
+
+  #startSweeping(): NodeJS.Timeout {
+    const timer = setInterval(() => this.#sweep(), Math.max(1, this.#limits.firstMessageTimeoutMs / 2));
+    timer.unref();
+    return timer;
+  }
+
+  #sweep(): void {
+    const buckets = this.#buckets;
+    const oldest = buckets.shift()!;
+    let ended = 0;
+    for (const stream of oldest) if (endIfIdle(stream)) ended++;
+    oldest.length = 0;
+    buckets.push(oldest);
+    this.#compactAt = COMPACT_MIN;
+    if (ended > 0) {
+      rootLogger().warn(
+        { calls: ended, timeout_s: this.#limits.firstMessageTimeoutMs / 1000 },
+        "gRPC calls ended with DEADLINE_EXCEEDED: no request message within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
+      );
+    }
+    // Idle: stop waking up until the next stream.
+    if (buckets.every((b) => b.length === 0)) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
+  }
+
+  #onDrop(): void {
+    this.#dropped++;
+    const now = Date.now();
+    if (now - this.#lastDropLog < DROP_LOG_INTERVAL_MS) return;
+    this.#lastDropLog = now;
+    rootLogger().warn(
+      { refused: this.#dropped, max: this.#limits.maxConnections },
+      "gRPC connections refused: GRPC_MAX_CONNECTIONS are open",
+    );
+    this.#dropped = 0;
+  }
+}
+
+function markGateway(session: Session): void {
+  session[GATEWAY] = true;
+  try {
+    session.settings({ maxConcurrentStreams: GATEWAY_MAX_CONCURRENT_STREAMS });
+  } catch {
+    // The session is already closing.
+  }
+}
+
+const TIMED_OUT_HEADERS = {
+  ":status": 200,
+  "content-type": "application/grpc+proto",
+  "grpc-status": String(Code.DEADLINE_EXCEEDED),
+  "grpc-message": "no request message within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
+};
+
+/**
+ * Ends a call whose request has not begun: a trailers-only DEADLINE_EXCEEDED (the server's own time limit
+ * ran out, as for a call over GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS), then RST_STREAM NO_ERROR, which tells
+ * the client to stop sending (RFC 9113 §8.1) and frees the stream at once. grpc-js sees the stream close
+ * and ends its call (grpc-rejections counts it with this status).
+ */
+function endIfIdle(stream: ServerHttp2Stream): boolean {
+  if (
+    stream.closed ||
+    stream.destroyed ||
+    stream.headersSent ||
+    stream.readableDidRead ||
+    stream.readableLength > 0 ||
+    stream.readableEnded
+  )
+    return false;
+  try {
+    stream.respond(TIMED_OUT_HEADERS, { endStream: true });
+    stream.close(http2Constants.NGHTTP2_NO_ERROR);
+  } catch {
+    stream.destroy();
+  }
+  return true;
+}
