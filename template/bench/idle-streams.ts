@@ -1,4 +1,4 @@
-// SPEC §4.12's idle-stream check at full size: 16 connections × 10,000 calls on grpc.health.v1.Health/Check that
+// The idle-stream check at full size: 16 connections × 10,000 calls on grpc.health.v1.Health/Check that
 // send headers and never a message, from an attacker's client (raw frames, ignoring the stream limit) and from
 // Node's own HTTP/2 client (honouring it, the rest queued on its side), against the fixture service under the
 // deployment's heap cap. Passes when the process stays up, its RSS stays under 300 MB, /healthcheck and an Echo

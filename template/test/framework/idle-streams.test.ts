@@ -1,5 +1,5 @@
 /**
- * Calls that send headers and never a message hold nothing for long (SPEC §4.12): SPEC's 16 × 10,000 check
+ * Calls that send headers and never a message hold nothing for long: 16 connections × 10,000 such calls,
  * scaled to a test's time (bench/idle-streams.ts runs it at full size), against the fixture service as a process
  * under the deployment's heap cap, with GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS at 1 s. Before these limits, each
  * connection could hold 10,000 such calls for ever (~8.5 KB of heap each) and 16 connections ran the process

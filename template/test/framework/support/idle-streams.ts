@@ -1,5 +1,5 @@
 /**
- * Clients that open gRPC calls and never send a request message (SPEC §4.12's idle-stream attack), for the
+ * Clients that open gRPC calls and never send a request message (the idle-stream attack), for the
  * idle-stream test and bench/idle-streams.ts. Two kinds:
  * - `holdRaw`: HTTP/2 frames written by hand over node:net, ignoring the server's SETTINGS (an attacker's
  *   client sends all its HEADERS at once, whatever the stream limit says);
