@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Http2Session } from "node:http2";
 import type { Message } from "@bufbuild/protobuf";
 import type {
   Metadata,
@@ -20,6 +21,7 @@ import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
 import { sentStatus } from "./grpc-rejections.js";
+import { afterRoundTrip } from "./half-close.js";
 import type { BoundMethod } from "./methods.js";
 import { wireResponse } from "./response-size.js";
 
@@ -164,32 +166,29 @@ function refusal(call: GrpcCall): GrpcError | undefined {
 
 /**
  * Whether the end of the client's messages is a half-close. A grpc-js client that cancels sends
- * END_STREAM and then RST_STREAM (Node's Http2Stream.close() ends the writable side before resetting),
- * so the input ends exactly as on a half-close and the cancel only follows: the end is confirmed after
- * the socket has been polled once more (the event loop's check phase twice: a cancel that came with the
- * end, or just after it, has been seen by then). A cancel fails the handler's read and aborts its signal
- * instead, so a partial input is never taken for the whole. Once per call, when its input ends; nothing
- * per message.
+ * END_STREAM and then RST_STREAM (Node's Http2Stream.close() ends the writable side before resetting), and
+ * the two can arrive in separate reads: the end is confirmed only after a PING round trip on the call's
+ * connection (half-close.ts says why that suffices). A cancel fails the handler's read and aborts its signal
+ * instead, so a partial input is never taken for the whole. Once per call, when its input ends; nothing per
+ * message.
  *
  * There is no cleaner signal to wait for: when the end arrives, neither grpc-js (call.cancelled, its
  * onCancel, which it learns from the HTTP/2 stream's close) nor the HTTP/2 stream itself (closed,
  * destroyed, rstCode, aborted) shows the cancel yet; they all change only once the RST_STREAM frame is
- * read. Measured with grpc-js 1.14 on Node 24 over loopback: after cancel(), the reset is seen before the
- * first check phase; after end() then cancel(), before the second. A client that cancels later than
- * that, over a slow link, had half-closed first: to the server its input was complete (grpc-go clients
- * send RST_STREAM alone, so there the question never arises).
+ * read. grpc-go clients send RST_STREAM alone, so there the question never arises.
  */
 function endOfInput(call: GrpcCall, ctx: CallContext, cancellation: GrpcCancellation): Promise<void> {
   if (Date.now() >= ctx.deadline) expire(ctx);
   if (cancellation.cancelled) cancel(call, ctx);
-  return afterNextPoll().then(() => {
+  return afterRoundTrip(sessionOf(call)).then(() => {
     if (Date.now() >= ctx.deadline) expire(ctx);
     if (cancellation.cancelled) cancel(call, ctx);
   });
 }
 
-function afterNextPoll(): Promise<void> {
-  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+/** The call's HTTP/2 connection: grpc-js keeps the stream on its innermost call, which the handler's call object holds (neither is in its types). */
+function sessionOf(call: GrpcCall): Http2Session | undefined {
+  return (call as unknown as { call?: { stream?: { session?: Http2Session } } }).call?.stream?.session;
 }
 
 /** The client cancelled (or the server force-stopped the call, or grpc-js refused a message) while the handler was reading. */
