@@ -111,7 +111,9 @@ describe("deploy/grafana/dashboard.json", () => {
   let exposed = new Map<string, Set<string>>();
 
   before(async () => {
-    const server = await startTestServer([fixtureService]);
+    // Overload protection's event-loop gauges exist while the loop is sampled (the harness turns that off):
+    // on, with thresholds it never reaches.
+    const server = await startTestServer([fixtureService], { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "1000000" });
     try {
       // Outbound client series (grpc_client_*) appear once a client exists: the service calls itself, one call retried.
       const outbound = server.app.createClient(FixtureService, server.grpcAddress, { maxAttempts: 2 });
@@ -156,7 +158,7 @@ describe("deploy/grafana/dashboard.json", () => {
     }
   });
 
-  test("covers traffic, errors, latency, the gateway, rate limiting, rejections by code, outbound calls, workers and the process", () => {
+  test("covers traffic, errors, latency, the gateway, rate limiting, rejections by code, outbound calls, workers, the process, and replicas side by side with shed calls", () => {
     const all = queries.map((q) => q.expr).join("\n");
     for (const needed of [
       /rate\(grpc_server_handled_total/,
@@ -179,9 +181,16 @@ describe("deploy/grafana/dashboard.json", () => {
       /nodejs_eventloop_lag/,
       /worker_running/,
       /worker_failed_total/,
+      // Replicas side by side, and overload protection.
+      /sum by \(pod\) \(rate\(grpc_server_handled_total/,
+      /histogram_quantile\(0\.99, sum by \(le, pod\) \(rate\(grpc_server_handling_seconds_bucket/,
+      /sum by \(pod, reason\) \(rate\(grpc_server_shed_total/,
+      /grpc_server_event_loop_utilization/,
     ]) {
       assert.match(all, needed);
     }
+    const byReplica = panels.find((p) => p.title === "p99 latency by replica");
+    assert.equal(byReplica?.targets[0]?.exemplar, true, "the latency by replica shows exemplars (links to traces)");
   });
 
   test("every metric and label it queries is on the real /metrics output", () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { Code } from "../../src/framework/index.js";
+import { replicaName } from "../../src/framework/logging/logger.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
@@ -118,6 +119,67 @@ describe("tracing", () => {
     }
     const grpcSpan = spans.find((s) => s.attributes.some((a) => a.key === "framework.trace_id" && a.value.stringValue === "otel-trace"));
     assert.ok(grpcSpan, "framework.trace_id attribute");
+  });
+
+  test("a traced call's log lines carry the exported span's trace_id and span_id; an OpenMetrics scrape has it as the latency exemplar", async (t) => {
+    const otlp = await receiver();
+    const env = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlp.port}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_SERVICE_NAME: "fleet-test",
+      OTEL_BSP_SCHEDULE_DELAY: "20",
+    };
+    Object.assign(process.env, env);
+    t.after(async () => {
+      for (const k of Object.keys(env)) delete process.env[k];
+      trace.disable();
+      propagation.disable();
+      context.disable();
+      await otlp.close();
+    });
+    const server = await startTestServer([fixtureService]);
+    t.after(() => server.close());
+    // debug: the handler's own line too ("echo received"), besides the response-time line.
+    await server.client(FixtureService).echo({ message: "traced", debug: true, traceId: "fleet-trace" });
+    type OtlpSpan = { name: string; traceId: string; spanId: string };
+    const spans = () =>
+      otlp.bodies
+        .filter((b) => b.url === "/v1/traces")
+        .flatMap((b) =>
+          (JSON.parse(b.body.toString()) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((r) =>
+            r.scopeSpans.flatMap((sc) => sc.spans),
+          ),
+        );
+    await otlp.waitFor(() => spans().some((sp) => sp.name === "fixture.v1.FixtureService/Echo"));
+    const span = spans().find((sp) => sp.name === "fixture.v1.FixtureService/Echo")!;
+    assert.match(span.traceId, /^[0-9a-f]{32}$/);
+    assert.match(span.spanId, /^[0-9a-f]{16}$/);
+
+    const lines = server.logs.filter((l) => l.trace === "fleet-trace");
+    assert.deepEqual(lines.map((l) => l.msg).sort(), ["echo received", "response time"]);
+    for (const line of lines) {
+      assert.equal(line.trace_id, span.traceId, String(line.msg));
+      assert.equal(line.span_id, span.spanId, String(line.msg));
+      assert.equal(line.replica, replicaName(), String(line.msg));
+    }
+
+    const om = await fetch(`${server.httpUrl}/metrics`, {
+      headers: { accept: "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1" },
+    });
+    assert.match(om.headers.get("content-type") ?? "", /^application\/openmetrics-text; version=1\.0\.0/);
+    const text = await om.text();
+    assert.ok(text.endsWith("# EOF\n"));
+    const exemplar = new RegExp(
+      `^grpc_server_handling_seconds_bucket\\{[^}]*grpc_method="Echo"[^}]*\\} 1 # \\{trace_id="${span.traceId}",span_id="${span.spanId}"\\} [0-9.e-]+ [0-9.]+$`,
+      "m",
+    );
+    assert.match(text, exemplar);
+    assert.match(text, /^# TYPE grpc_server_started counter$/m);
+    assert.match(text, /^grpc_server_started_total\{[^}]*grpc_method="Echo"[^}]*\} 1$/m);
+    // The Prometheus text format is as before, without exemplars.
+    const plain = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    assert.match(plain, /^# TYPE grpc_server_started_total counter$/m);
+    assert.doesNotMatch(plain, /trace_id=/);
   });
 
   test("without an OTLP endpoint the tracing interceptor is not in the chain", async (t) => {

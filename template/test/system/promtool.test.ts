@@ -1,7 +1,14 @@
 /** The real promtool (Debian's prometheus package, installed by CI) accepts the real /metrics output. */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
+import { context, propagation, trace } from "@opentelemetry/api";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
@@ -75,4 +82,65 @@ test("promtool check metrics accepts the output after auth and rate-limit reject
   const { code, output } = await promtool(text);
   assert.equal(output, "", "no findings");
   assert.equal(code, 0);
+});
+
+/**
+ * Prometheus's own OpenMetrics parser, as promtool runs it to backfill: it takes only samples with a
+ * timestamp, so one is added to each sample line (before its exemplar); everything else is parsed as served.
+ */
+function promtoolOpenMetrics(text: string): { code: number | null; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), "openmetrics-"));
+  try {
+    const now = Math.floor(Date.now() / 1000);
+    const stamped = text.replace(
+      /^([a-zA-Z_:][\w:]*(?:\{(?:[^}"]|"(?:[^"\\]|\\.)*")*\})? \S+)( # .*)?$/gm,
+      (_, sample: string, exemplar = "") => `${sample} ${now}${exemplar}`,
+    );
+    writeFileSync(join(dir, "metrics.om"), stamped);
+    const r = spawnSync("promtool", ["tsdb", "create-blocks-from", "openmetrics", join(dir, "metrics.om"), join(dir, "blocks")], {
+      encoding: "utf8",
+    });
+    if (r.error) throw new Error(`promtool is missing: the system tests need Debian's prometheus package (${r.error.message})`);
+    return { code: r.status, output: `${r.stdout}${r.stderr}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("Prometheus's OpenMetrics parser (promtool) accepts the OpenMetrics scrape, exemplars of a traced call included", async (t) => {
+  // Spans go to a receiver that takes them and says nothing.
+  const otlp = createServer((req, res) =>
+    req.resume().on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}")),
+  );
+  otlp.listen(0, "127.0.0.1");
+  await once(otlp, "listening");
+  const env = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(otlp.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+  };
+  Object.assign(process.env, env);
+  t.after(async () => {
+    for (const k of Object.keys(env)) delete process.env[k];
+    trace.disable();
+    propagation.disable();
+    context.disable();
+    await new Promise((resolve) => otlp.close(resolve));
+  });
+  const server = await startTestServer([fixtureService], { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "1000000" });
+  t.after(() => server.close());
+  const client = server.client(FixtureService);
+  await client.echo({ message: "traced" });
+  await statusOf(client.fail({ code: Code.INVALID_ARGUMENT }));
+  for await (const _ of client.countdown({ from: 2 })) {
+    // drain the stream
+  }
+  const res = await fetch(`${server.httpUrl}/metrics`, { headers: { accept: "application/openmetrics-text;version=1.0.0" } });
+  const text = await res.text();
+  assert.match(
+    text,
+    /^grpc_server_handling_seconds_bucket\{[^}]*grpc_method="Echo"[^}]*\} \d+ # \{trace_id="[0-9a-f]{32}",span_id="[0-9a-f]{16}"\}/m,
+  );
+  const { code, output } = promtoolOpenMetrics(text);
+  assert.equal(code, 0, output);
+  assert.match(output, /NUM SAMPLES/);
 });

@@ -1,7 +1,7 @@
 import { callNext } from "../call/chain.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, statusCode } from "../call/status.js";
-import type { Interceptor } from "../call/types.js";
+import type { Call, Interceptor } from "../call/types.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
 
 /**
@@ -10,12 +10,17 @@ import type { ServerMetrics } from "../metrics/server-metrics.js";
  * where the call enters and leaves the server, so calls the chain rejects count with their code.
  * Each method's series are looked up here, once, when the chain is composed — which also makes
  * them exist at 0 from start-up — so a call costs a few additions and, with the histogram on,
- * two `performance.now()`.
+ * two `performance.now()`. With `exemplars` (tracing on), the latency observation keeps the call's
+ * W3C trace and span IDs (its log fields, set by the tracing interceptor) as its bucket's exemplar.
  */
-export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
+export function grpcMetrics(serverMetrics: ServerMetrics, { exemplars = false }: { exemplars?: boolean } = {}): Interceptor {
   return (next, method) => {
     const stats = serverMetrics.method(method);
     const timed = stats.duration !== undefined;
+    const end = (call: Call, code: number, start: number): void => {
+      if (exemplars) stats.endWithExemplar(code, start, call.ctx.fields.trace_id, call.ctx.fields.span_id);
+      else stats.end(code, start);
+    };
     if (method.kind === "unary") {
       // A promise reaction rather than an async function: one frame and one await fewer per call.
       return (call) => {
@@ -25,11 +30,11 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
         return callNext(next, call).then(
           (result) => {
             stats.sent.value++;
-            stats.end(Code.OK, start);
+            end(call, Code.OK, start);
             return result;
           },
           (err: unknown) => {
-            stats.end(statusCode(err), start);
+            end(call, statusCode(err), start);
             throw err;
           },
         );
@@ -51,12 +56,12 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
       try {
         result = await next(call);
       } catch (err) {
-        stats.end(statusCode(err), start);
+        end(call, statusCode(err), start);
         throw err;
       }
       if ("message" in result) {
         stats.sent.value++;
-        stats.end(Code.OK, start);
+        end(call, Code.OK, start);
         return result;
       }
       const { ctx } = call;
@@ -65,7 +70,7 @@ export function grpcMetrics(serverMetrics: ServerMetrics): Interceptor {
         .onEnd((error) => {
           // Neither finished nor failed but the consumer stopped reading: the client went away, or it read what it wanted.
           const code = error !== undefined ? statusCode(error) : ctx.aborted ? ctx.abortCode() : Code.OK;
-          stats.end(code, start);
+          end(call, code, start);
         });
       return stream === result.stream ? result : { stream };
     };

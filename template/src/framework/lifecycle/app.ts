@@ -123,7 +123,7 @@ export class App {
         afterReady: this.#queueAfterReady,
         keys: this.#keys,
       }),
-      { around: this.metrics && grpcMetrics(this.metrics) },
+      { around: this.metrics && grpcMetrics(this.metrics, { exemplars: tracingEnabled() }) },
     );
     this.readiness = new Readiness(this.#services.map((s) => s.desc.typeName));
     this.gateway = new Marshalers({ sse: !this.config.DISABLE_SSE_MARSHALER });

@@ -77,7 +77,7 @@ beforeEach(() => {
   logs.length = 0;
 });
 
-/** Outermost first, with auth and tracing off (auth comes first when on; tracing goes just before recovery). */
+/** Outermost first, with auth and tracing off (when on, tracing comes first, then auth). */
 const DEFAULT_ORDER = ["timeout", "rateLimit", "responseTimeLog", "traceId", "debugLog", "validate", "errorNotification", "recovery"];
 
 function defaults(env: Record<string, string>, deps: Partial<ChainDeps> = {}) {
@@ -108,9 +108,9 @@ describe("the interceptor chain", () => {
     assert.notEqual(auth(next, echoInfo), next);
   });
 
-  test("with tracing on, the tracing interceptor sits between errorNotification and recovery", () => {
+  test("with tracing on, the tracing interceptor comes first, so every call and every log line of it has its span", () => {
     const names = new Chain(defaults({}, { tracing: true })).names();
-    assert.deepEqual(names.slice(-3), ["errorNotification", "tracing", "recovery"]);
+    assert.deepEqual(names, ["tracing", ...DEFAULT_ORDER]);
   });
 
   test("DISABLE_DEBUG_LOG_INTERCEPTOR=true removes debugLog and keeps the rest in order", () => {

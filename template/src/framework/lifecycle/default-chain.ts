@@ -40,6 +40,8 @@ export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInter
   // Absent when no credential source is set and no service has an auth override.
   const auth = authInterceptor(config, deps.services, deps.metrics?.onUnauthenticated, deps.keys);
   const chain: (NamedInterceptor | false | undefined)[] = [
+    // First: every call gets its span, and every log line of it the span's IDs.
+    deps.tracing && { name: "tracing", interceptor: tracing() },
     auth && { name: "auth", interceptor: auth },
     { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },
     { name: "rateLimit", interceptor: rateLimit(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST, deps.metrics?.onRateLimited) },
@@ -48,7 +50,6 @@ export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInter
     !config.DISABLE_DEBUG_LOG_INTERCEPTOR && { name: "debugLog", interceptor: debugLog(config.DEBUG_LOG_HEADER_NAME) },
     !config.DISABLE_PROTO_VALIDATE && { name: "validate", interceptor: validate({ warmUp: deps.afterReady }) },
     { name: "errorNotification", interceptor: errorNotification(deps.reporter) },
-    deps.tracing && { name: "tracing", interceptor: tracing() },
     { name: "recovery", interceptor: recovery },
   ];
   return chain.filter((entry) => entry !== false && entry !== undefined);

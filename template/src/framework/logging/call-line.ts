@@ -3,9 +3,16 @@ import { rootLogger, timestamp } from "./logger.js";
 
 /** Where pino keeps a logger's destination; read once (the bundle reads pino's exports through a getter on every use). */
 const STREAM = pino.symbols.streamSym;
+/** Where pino keeps a logger's bindings as JSON text (`,"replica":"…"`), written after the time on every line. */
+const CHINDINGS = pino.symbols.chindingsSym;
+
+/** The root logger's bindings as pino writes them (`""` when none). */
+function bindingsOf(root: Logger): string {
+  return ((root as unknown as Record<symbol, string | undefined>)[CHINDINGS] as string | undefined) ?? "";
+}
 
 /** Keys the record itself owns: a bag that sets one of them goes through pino, which settles the clash. */
-const RESERVED = new Set(["level", "@timestamp", "msg"]);
+const RESERVED = new Set(["level", "@timestamp", "msg", "replica"]);
 
 /** What JSON.stringify escapes in a string: `"`, `\`, control characters, and (when lone) surrogates. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
@@ -147,7 +154,7 @@ export function writeCallLine(call: CallLog, extra: Record<string, string | numb
     call.logger.info(extra, msg);
     return;
   }
-  destinationOf(root).write(`{"level":"info"${timestamp()}${body}${tailOf(msg)}`);
+  destinationOf(root).write(`{"level":"info"${timestamp()}${bindingsOf(root)}${body}${tailOf(msg)}`);
 }
 
 /** The keys of a response-time line's own record. */
@@ -173,5 +180,5 @@ export function writeResponseTimeLine(call: CallLog, grpcCode: string, took_ms: 
     code = `,"grpcCode":${jsonString(grpcCode)},"took_ms":`;
     if (codeMembers.size < 100) codeMembers.set(grpcCode, code);
   }
-  destinationOf(root).write(`{"level":"info"${timestamp()}${body}${code}${jsonNumber(took_ms)}${RESPONSE_TIME_TAIL}`);
+  destinationOf(root).write(`{"level":"info"${timestamp()}${bindingsOf(root)}${body}${code}${jsonNumber(took_ms)}${RESPONSE_TIME_TAIL}`);
 }

@@ -6,7 +6,7 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
 import { holdEventLoopDuringTests } from "../../../test/framework/support/event-loop.js";
-import { batchedDestination, configureLogging, requestLogger, rootLogger, timestampAt } from "./logger.js";
+import { batchedDestination, configureLogging, replicaName, requestLogger, rootLogger, timestampAt } from "./logger.js";
 
 holdEventLoopDuringTests(); // the batch timer is unref'd
 
@@ -97,12 +97,13 @@ describe("a call's logger", () => {
     requestLogger(fields, false).error({ e: 2 }, "err");
     requestLogger(fields, false).child({ sub: "y" }).error("from a child");
     rootLogger().level = "info";
+    const r = `"replica":${JSON.stringify(replicaName())}`;
     assert.deepEqual(lines, [
-      '{"level":"info","grpcMethod":"/a.B/C","trace":"t1","x":1,"msg":"shown"}\n',
-      '{"level":"warn","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"late field"}\n',
-      '{"level":"debug","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"asked for debug"}\n',
-      '{"level":"error","grpcMethod":"/a.B/C","trace":"t1","late":true,"e":2,"msg":"err"}\n',
-      '{"level":"error","sub":"y","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"from a child"}\n',
+      `{"level":"info",${r},"grpcMethod":"/a.B/C","trace":"t1","x":1,"msg":"shown"}\n`,
+      `{"level":"warn",${r},"grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"late field"}\n`,
+      `{"level":"debug",${r},"grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"asked for debug"}\n`,
+      `{"level":"error",${r},"grpcMethod":"/a.B/C","trace":"t1","late":true,"e":2,"msg":"err"}\n`,
+      `{"level":"error",${r},"sub":"y","grpcMethod":"/a.B/C","trace":"t1","late":true,"msg":"from a child"}\n`,
     ]);
   });
 
@@ -112,7 +113,12 @@ describe("a call's logger", () => {
     const plain = requestLogger({ n: 2 }, false);
     debug.debug("one");
     plain.debug("two");
-    assert.deepEqual(lines, ['{"level":"debug","n":1,"msg":"one"}\n']);
+    assert.deepEqual(lines, [`{"level":"debug","replica":${JSON.stringify(replicaName())},"n":1,"msg":"one"}\n`]);
+  });
+
+  test("every line says which replica wrote it: HOSTNAME (a pod's name in Kubernetes), else the host's name", () => {
+    assert.equal(replicaName({ HOSTNAME: "orders-7d9f8b6c4-x2x9k" }), "orders-7d9f8b6c4-x2x9k");
+    assert.equal(replicaName({}), os.hostname());
   });
 });
 

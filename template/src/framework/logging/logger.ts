@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { hostname } from "node:os";
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from "pino";
 import { setCallLogging } from "../call/context.js";
 
@@ -50,10 +51,19 @@ export function timestampAt(now: number): string {
   return `${secondPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z"`;
 }
 
+/**
+ * Which replica wrote a line: the pod's name in Kubernetes (its HOSTNAME), the host's name elsewhere. With
+ * many replicas behind one Service, on-call goes from a line to the replica (its metrics, its restarts).
+ */
+export function replicaName(env: Record<string, string | undefined> = process.env): string {
+  return env.HOSTNAME || hostname();
+}
+
 function pinoOptions(level: LogLevel): LoggerOptions {
   return {
     level,
-    base: undefined, // no pid/hostname: the platform adds those
+    // No pid (the platform has it); the replica on every line (pino writes it once per logger, not per line).
+    base: { replica: replicaName() },
     messageKey: "msg",
     timestamp,
     formatters: { level: (label) => ({ level: label }) },

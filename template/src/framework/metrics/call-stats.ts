@@ -104,6 +104,15 @@ export class CallStats {
     if (this.duration !== undefined) this.duration.observe((performance.now() - start) / 1000);
   }
 
+  /** `end`, with the call's trace as the latency bucket's exemplar (tracing on; without a span, as `end`). */
+  endWithExemplar(code: number, start: number, traceId: unknown, spanId: unknown): void {
+    (this.handled[code] ?? this.#handledSeries(code)).value++;
+    if (this.duration === undefined) return;
+    const seconds = (performance.now() - start) / 1000;
+    if (typeof traceId === "string" && typeof spanId === "string") this.duration.observeWithExemplar(seconds, traceId, spanId);
+    else this.duration.observe(seconds);
+  }
+
   /**
    * Counts a call the transport refused before it reached the handler (an undecodable or oversized
    * request): started and handled with its code. No latency: nothing was handled.

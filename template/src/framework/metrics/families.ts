@@ -15,6 +15,8 @@ interface Value {
   labels: Record<string, string | number>;
   value: number;
   metricName?: string;
+  /** Rendered only in the OpenMetrics format (prom-client's shape). */
+  exemplar?: { labelSet: Record<string, string>; value: number; timestamp: number };
 }
 
 export class CounterSeries {
@@ -42,6 +44,42 @@ export class HistogramSeries {
     if (i < bounds.length) this.counts[i]!++;
     this.sum += value;
     this.count++;
+  }
+
+  /**
+   * `observe`, keeping the trace of this observation as its bucket's exemplar (the last one wins, as in
+   * prom-client and the Go client): a latency spike on a dashboard links to a trace of it. Only with tracing
+   * on; the arrays are made on first use, so a series never observed this way carries none.
+   */
+  observeWithExemplar(value: number, traceId: string, spanId: string): void {
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    if (i < bounds.length) this.counts[i]!++;
+    this.sum += value;
+    this.count++;
+    // One slot per bucket and one for +Inf.
+    const exemplars = (this.exemplars ??= {
+      traceIds: new Array<string | undefined>(bounds.length + 1).fill(undefined),
+      spanIds: new Array<string>(bounds.length + 1).fill(""),
+      values: new Float64Array(bounds.length + 1),
+      timestamps: new Float64Array(bounds.length + 1),
+    });
+    exemplars.traceIds[i] = traceId;
+    exemplars.spanIds[i] = spanId;
+    exemplars.values[i] = value;
+    exemplars.timestamps[i] = Date.now() / 1000;
+  }
+
+  /** Each bucket's last exemplar (index bounds.length: +Inf), when any observation carried one. */
+  exemplars: { traceIds: (string | undefined)[]; spanIds: string[]; values: Float64Array; timestamps: Float64Array } | undefined;
+
+  /** The exemplar of bucket `i` in prom-client's shape, if any. */
+  exemplarOf(i: number): Value["exemplar"] {
+    const e = this.exemplars;
+    const traceId = e?.traceIds[i];
+    if (e === undefined || traceId === undefined) return undefined;
+    return { labelSet: { trace_id: traceId, span_id: e.spanIds[i]! }, value: e.values[i]!, timestamp: e.timestamps[i]! };
   }
 }
 
@@ -125,9 +163,11 @@ export class HistogramFamily extends Family<HistogramSeries> {
       let cumulative = 0;
       this.bounds.forEach((le, i) => {
         cumulative += s.counts[i]!;
-        values.push({ labels: { ...s.labels, le }, value: cumulative, metricName: bucket });
+        const exemplar = s.exemplarOf(i);
+        values.push({ labels: { ...s.labels, le }, value: cumulative, metricName: bucket, ...(exemplar && { exemplar }) });
       });
-      values.push({ labels: { ...s.labels, le: "+Inf" }, value: s.count, metricName: bucket });
+      const exemplar = s.exemplarOf(this.bounds.length);
+      values.push({ labels: { ...s.labels, le: "+Inf" }, value: s.count, metricName: bucket, ...(exemplar && { exemplar }) });
       values.push({ labels: { ...s.labels }, value: s.sum, metricName: `${this.name}_sum` });
       values.push({ labels: { ...s.labels }, value: s.count, metricName: `${this.name}_count` });
     }
@@ -139,6 +179,7 @@ export class HistogramFamily extends Family<HistogramSeries> {
       s.counts.fill(0);
       s.sum = 0;
       s.count = 0;
+      s.exemplars = undefined;
     }
   }
 }

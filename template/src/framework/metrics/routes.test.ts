@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import Fastify from "fastify";
-import { registerMetricsRoute } from "./routes.js";
+import { registerMetricsRoute, wantsOpenMetrics } from "./routes.js";
 import { createServerMetrics, type ServerMetrics } from "./server-metrics.js";
 
 const CONFIG = { DISABLE_PROMETHEUS: false, ENABLE_PROMETHEUS_GRPC_HISTOGRAM: false, PROMETHEUS_GRPC_HISTOGRAM_BUCKETS: [0.1, 1] };
@@ -29,4 +29,16 @@ test("a scrape before the after-ready collectors have started lists the same fam
     assert.ok(early.includes(name), name);
   }
   queued[0]!(); // the warm-up coming after the scrape starts nothing twice
+});
+
+test("OpenMetrics is served when the scraper prefers it (Prometheus's default Accept), the text format otherwise", () => {
+  const prometheus =
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+  assert.equal(wantsOpenMetrics(prometheus), true);
+  assert.equal(wantsOpenMetrics("application/openmetrics-text"), true);
+  assert.equal(wantsOpenMetrics(undefined), false);
+  assert.equal(wantsOpenMetrics("*/*"), false);
+  assert.equal(wantsOpenMetrics("text/plain;version=0.0.4"), false);
+  assert.equal(wantsOpenMetrics("text/plain,application/openmetrics-text;q=0.5"), false);
+  assert.equal(wantsOpenMetrics("application/openmetrics-text;q=0"), false);
 });

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyRequest } from "fastify";
-import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, type Metric, Registry } from "prom-client";
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
 import { type OverloadGuard, SHED_REASONS, type ShedReason } from "../overload/guard.js";
@@ -254,6 +254,37 @@ export class ServerMetrics {
   }
 
   readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
+
+  /**
+   * The same metrics in the OpenMetrics text format 1.0.0, the one that carries exemplars (the trace of a
+   * latency bucket's last observation, with tracing on). prom-client renders a registry in one format, and
+   * rendering OpenMetrics renames its counters in place (`_total` dropped from the metric's name); so a
+   * registry of stand-ins, made per scrape from the registry's metrics as they are then, renders it and the
+   * metrics themselves are left as they were.
+   */
+  renderOpenMetrics(): Promise<string> {
+    // The types leave the constructor's content type out; prom-client takes it (and checks it).
+    const om = new (Registry as unknown as new (type: string) => Registry)(Registry.OPENMETRICS_CONTENT_TYPE);
+    for (const metric of this.registry.getMetricsAsArray() as unknown as Metric[]) om.registerMetric(standIn(metric));
+    return om.metrics();
+  }
+
+  readonly openMetricsContentType = Registry.OPENMETRICS_CONTENT_TYPE;
+}
+
+/** A metric's stand-in for rendering: its own name (prom-client may change it), the metric's values. */
+function standIn(metric: Metric): Metric {
+  const m = metric as unknown as { name: string; help: string; type: string; aggregator: string; get(): Promise<{ name: string }> };
+  const stand = {
+    name: m.name,
+    help: m.help,
+    type: m.type,
+    aggregator: m.aggregator,
+    async get() {
+      return { ...(await m.get()), name: stand.name };
+    },
+  };
+  return stand as unknown as Metric;
 }
 
 /** The process's metrics, or undefined when DISABLE_PROMETHEUS=true (then nothing is measured or served). */
