@@ -18,8 +18,8 @@ help: ## List the targets
 
 test: test-template test-unit test-e2e ## Run every test: the template's own, the scaffolder's, then end-to-end
 
-test-template: protos template/node_modules/.package-lock.json ## The template's tests in place: the service's, the framework's suite, the system tests (promtool, chromium)
-	$(MAKE) -C template test test-framework test-system
+test-template: protos template/node_modules/.package-lock.json ## The template's tests in place: the service's, the framework's suite, the system tests (promtool, chromium), the fleet (haproxy)
+	$(MAKE) -C template test test-framework test-system fleet
 
 test-unit: build protos template/node_modules/.package-lock.json ## The scaffolder's tests (test/, without test/e2e)
 	node --import tsx --test $(UNIT_TESTS)
