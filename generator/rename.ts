@@ -4,7 +4,10 @@ import type { Names } from "./names.js";
 // Token boundaries are "not a letter or digit" (so `_`, `.`, `/` and `-` separate tokens; `\b` would not split on `_`).
 // `example` right after `env` + `.`/`-`/`_` means the env template (`.env.example`, scripts/env-example.ts,
 // ENV_EXAMPLE), never the service, so it is never renamed; `envExample` already fails the left boundary.
-const LOWER = /(?<![A-Za-z0-9])(?<![Ee]nv[._-])example(?![a-z0-9])/g; // also `exampleClient` (camelCase)
+// Nor a reserved example domain (RFC 2606, 6761): `example.com|net|org` and the `.example` top-level domain
+// (`idp.example.com`, `api.example`) stay as they are, whatever the new name: `app.example.com` must never
+// become a real third-party host such as `app.stripe.com`. Also `exampleClient` (camelCase).
+const LOWER = /(?<![A-Za-z0-9])(?<![Ee]nv[._-])(?<![A-Za-z0-9-]\.)example(?![a-z0-9])(?!\.(?:com|net|org)(?![A-Za-z0-9-]))/g;
 const PASCAL = /(?<![A-Za-z0-9])(?<![Ee]nv[._-])Example(?![a-z0-9])/g; // `ExampleService`, `ExampleServiceHandlers`
 const UPPER = /(?<![A-Za-z0-9])(?<!ENV_)EXAMPLE(?![A-Za-z0-9])/g; // `EXAMPLE_FOO`
 // APP_NAME defaults to the package name, so a template value of `example` means the full name, not the stem.

@@ -71,12 +71,28 @@ describe("content renaming", () => {
     assert.ok(pages.length >= 7, "the manual's pages");
     for (const page of pages) {
       const out = renameContent(`docs/${page}`, readFileSync(new URL(page, docs), "utf8"), demo);
-      // Whatever is left is the env template's name (.env.example), never the service's.
-      const left = out.replace(/\.env\.example/g, "").match(/(?<![A-Za-z0-9])(?:example|Example|EXAMPLE)(?![a-z0-9])/g);
+      // Whatever is left is the env template's name (.env.example) or a reserved example domain, never the service's.
+      const left = out.replace(/\.env\.example|\bexample\.(?:com|net|org)\b/g, "").match(/(?<![A-Za-z0-9])(?:example|Example|EXAMPLE)(?![a-z0-9])/g);
       assert.equal(left, null, `docs/${page} keeps ${left?.join(", ")}`);
     }
     const protocols = renameContent("docs/protocols.md", readFileSync(new URL("protocols.md", docs), "utf8"), demo);
     assert.match(protocols, /http:\/\/localhost:9090\/demo\.v1\.DemoService\/Sum/);
+  });
+
+  it("never turns a reserved example domain into a real one, whatever the new name", () => {
+    const stripe = deriveNames("stripe");
+    const text = "https://app.example.com, idp.example.com/realms/acme, ops@example.org, example.net, https://api.example:8443, example.v1";
+    assert.equal(
+      renameTokens(text, stripe),
+      "https://app.example.com, idp.example.com/realms/acme, ops@example.org, example.net, https://api.example:8443, stripe.v1",
+    );
+    // Every shipped text that names a host keeps the reserved one: the README, the docs, the config messages.
+    const template = new URL("../../template/", import.meta.url);
+    const pages = readdirSync(new URL("docs/", template)).filter((f) => f.endsWith(".md"));
+    for (const rel of ["README.md", "src/framework/config/parsers.ts", ...pages.map((f) => `docs/${f}`)]) {
+      const out = renameContent(rel, readFileSync(new URL(rel, template), "utf8"), stripe);
+      assert.doesNotMatch(out, /stripe\.(?:com|net|org)\b|[a-z0-9-]\.stripe\b/, rel);
+    }
   });
 
   it("titles the README with the full name", () => {
