@@ -111,6 +111,10 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assertOk(s.result, "create-grpc-svc demo-svc --yes");
     t.diagnostic(`scaffolded with npm install in ${s.result.ms} ms`);
     assert.ok(fs.existsSync(path.join(dir, "node_modules/.package-lock.json")), "dependencies are installed");
+    // npm 11 lists the dependency install scripts package.json's allowScripts leaves undecided: there are none.
+    assert.doesNotMatch(s.result.output, /install-scripts/, "no install-script warning for the user to act on");
+    const du = await run("du", ["-sm", "node_modules"], dir, MINUTE);
+    t.diagnostic(`node_modules: ${du.stdout.split("\t")[0]} MB`);
   });
 
   test("renames every example token", () => {
@@ -277,7 +281,11 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assert.ok(grpc && Number(grpc[1]) > 0, `a gRPC row with req/s:\n${r.stdout}`);
     assert.ok(http && Number(http[1]) > 0 && http[2] === "0", `an HTTP row with req/s and no errors:\n${r.stdout}`);
     const saved = JSON.parse(fs.readFileSync(path.join(dir, ".bench-baseline.json"), "utf8")) as { rows: { name: string }[] };
-    assert.deepEqual(saved.rows.map((x) => x.name), ["gRPC billing.v1.BillingService/Ping", "HTTP GET /api/v1/billing/ping/x"]);
+    // Ping, and Refund, which make new-rpc added above: every unary method, over gRPC and its route.
+    assert.deepEqual(
+      saved.rows.map((x) => x.name),
+      ["gRPC billing.v1.BillingService/Ping", "HTTP GET /api/v1/billing/ping/x", "gRPC billing.v1.BillingService/Refund", "HTTP POST /api/v1/billing/refund"],
+    );
     t.diagnostic(`make bench (quick) took ${r.ms} ms`);
   });
 });
