@@ -5,6 +5,7 @@
  * answering afterwards. Inputs come from a seeded PRNG: FUZZ_SEED=<n> replays a run.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { connect as http2Connect } from "node:http2";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
@@ -382,10 +383,16 @@ describe(`malformed HTTP requests (FUZZ_SEED=${SEED})`, () => {
       "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
       "GET /healthcheck HTTP/1.1\nHost: x\n\n\u0001\u0002",
       "\u0016\u0003\u0001\u0000\u00a5\u0001\u0000\u0000\u00a1\u0003\u0003", // a TLS ClientHello
-      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", // an HTTP/2 preface on the HTTP/1.1 port
+      "PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", // an HTTP/2 preface gone wrong: HTTP/1.1 refuses it
     ];
     for (const bytes of fixed)
       assertJsonError(`raw ${JSON.stringify(bytes.slice(0, 40))}`, await raw(Buffer.from(bytes, "latin1"), { port }), [400]);
+    // The HTTP/2 preface opens an HTTP/2 connection (the port speaks both): the server's SETTINGS frame answers it.
+    const socket = connect(port, "127.0.0.1");
+    socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    const [frame] = (await once(socket, "data")) as [Buffer];
+    socket.destroy();
+    assert.equal(frame[3], 0x4, "a SETTINGS frame");
     for (let i = 0; i < 60; i++) {
       const bytes = Buffer.concat([rnd.bytes(1 + rnd.int(300)), Buffer.from("\r\n\r\n")]);
       assertJsonError(`random request ${i}`, await raw(bytes, { port }), [400, 404, 405, 431]);
