@@ -56,6 +56,7 @@ const groups: [heading: string, names: Name[]][] = [
     ],
   ],
   ["Rate limit", ["RATE_LIMIT_PER_SECOND", "RATE_LIMIT_BURST"]],
+  ["Overload protection", ["MAX_IN_FLIGHT_CALLS", "OVERLOAD_MAX_EVENT_LOOP_DELAY_MS", "OVERLOAD_MAX_EVENT_LOOP_UTILIZATION"]],
   [
     "HTTP gateway",
     [
