@@ -18,6 +18,8 @@ import { random } from "./support/random.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 const REQUEST_TIMEOUT_MS = 5000;
+/** Short, so the idle calls end well within REQUEST_TIMEOUT_MS. */
+const FIRST_MESSAGE_TIMEOUT_S = 0.5;
 /** Small, so oversized inputs are cheap to send. */
 const MAX_MESSAGE = 64 * 1024;
 
@@ -148,7 +150,10 @@ let server: TestServer;
 let port: number;
 
 before(async () => {
-  server = await startTestServer([fixtureService], { GRPC_MAX_RECV_MSG_SIZE: String(MAX_MESSAGE) });
+  server = await startTestServer([fixtureService], {
+    GRPC_MAX_RECV_MSG_SIZE: String(MAX_MESSAGE),
+    GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS: String(FIRST_MESSAGE_TIMEOUT_S),
+  });
   port = Number(new URL(server.httpUrl).port);
 });
 after(() => server.close());
@@ -474,6 +479,40 @@ function grpcRaw(path: string, data: Buffer, headers: Record<string, string> = {
   });
 }
 
+/** A call over raw HTTP/2 that sends its headers (and `bytes`, if any) and then nothing, never half-closing. */
+function grpcIdle(path: string, headers: Record<string, string>, bytes?: Buffer): Promise<GrpcResult> {
+  return new Promise((resolve, reject) => {
+    const session = http2Connect(`http://${server.grpcAddress}`);
+    session.on("error", () => {});
+    const timer = setTimeout(() => {
+      session.destroy();
+      reject(new Error(`idle call on ${path} not ended within ${REQUEST_TIMEOUT_MS} ms`));
+    }, REQUEST_TIMEOUT_MS);
+    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+    let result: GrpcResult = { httpStatus: 0, grpcStatus: undefined, message: undefined };
+    const done = () => {
+      clearTimeout(timer);
+      session.destroy();
+      resolve(result);
+    };
+    // The status ends the call for the client (a server need not reset a stream it has answered).
+    const take = (h: Record<string, unknown>) => {
+      if (h["grpc-status"] === undefined) return;
+      result = { ...result, grpcStatus: Number(h["grpc-status"]), message: String(h["grpc-message"] ?? "") };
+      done();
+    };
+    stream.on("response", (h) => {
+      result.httpStatus = Number(h[":status"]);
+      take(h);
+    });
+    stream.on("trailers", take);
+    stream.on("data", () => {});
+    stream.on("error", () => {});
+    stream.on("close", done);
+    if (bytes) stream.write(bytes);
+  });
+}
+
 /** A gRPC length-prefixed message: flag byte, 4-byte big-endian length, payload. */
 function frame(payload: Buffer, { compressed = false, length = payload.length } = {}): Buffer {
   const head = Buffer.alloc(5);
@@ -547,6 +586,28 @@ describe(`malformed gRPC frames (FUZZ_SEED=${SEED})`, () => {
     assert.equal(declared.grpcStatus, Code.RESOURCE_EXHAUSTED, declared.message);
     const real = await grpcRaw(ECHO, frame(Buffer.alloc(MAX_MESSAGE + 1)));
     assert.equal(real.grpcStatus, Code.RESOURCE_EXHAUSTED, real.message);
+  });
+
+  test("idle calls: headers and never a message (or a message cut inside its prefix, with a deadline) end with DEADLINE_EXCEEDED", async () => {
+    const paths = [
+      "/grpc.health.v1.Health/Check",
+      "/grpc.health.v1.Health/Watch",
+      ECHO,
+      `/${FixtureService.typeName}/Countdown`,
+      `/${FixtureService.typeName}/Sum`,
+      `/${FixtureService.typeName}/Chat`,
+    ];
+    const calls = Array.from({ length: 40 }, () => {
+      const path = rnd.pick(paths);
+      const headers: Record<string, string> = {};
+      for (let i = rnd.int(3); i > 0; i--) headers[`x-${rnd.alnum(1 + rnd.int(8))}`] = rnd.token(1 + rnd.int(20));
+      // Without a deadline, only GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS ends the call; a call whose request has begun
+      // is the deadline's to end.
+      const cut = rnd.int(3) === 0 ? rnd.bytes(1 + rnd.int(4)) : undefined;
+      if (cut) headers["grpc-timeout"] = `${1 + rnd.int(3)}S`;
+      return grpcIdle(path, headers, cut).then((r) => ({ path, cut: cut?.length, ...r }));
+    });
+    for (const r of await Promise.all(calls)) assert.equal(r.grpcStatus, Code.DEADLINE_EXCEEDED, JSON.stringify(r));
   });
 
   test("unknown methods, wrong content types and bad grpc-timeout", async () => {
