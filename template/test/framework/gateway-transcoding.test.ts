@@ -158,6 +158,11 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
         assert.deepEqual(seen().request, { name: "shelves/s 1/books/a%2Fb?" });
       });
 
+      test("a multi-segment variable keeps %2f as the client sent it, lower case included (HttpRule, grpc-gateway)", async () => {
+        assertOk(await send("GET", "/v1/books/a%2fb/c%2Fd%2fe%41"), DUNE("a%2fb/c%2Fd%2feA"));
+        assert.deepEqual(seen(), { method: "GetBook", request: { name: "a%2fb/c%2Fd%2feA" } });
+      });
+
       test("{name=**} takes any number of segments (additional binding), including a colon that is no verb", async () => {
         assertOk(await send("GET", "/v1/books/a/b%2Fc/d:e"), DUNE("a/b%2Fc/d:e"));
         assert.deepEqual(seen(), { method: "GetBook", request: { name: "a/b%2Fc/d:e" } });

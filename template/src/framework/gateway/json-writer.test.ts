@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   create,
+  createFileRegistry,
   type DescField,
   type DescMessage,
   fromJsonString,
@@ -10,7 +11,13 @@ import {
   toBinary,
   toJsonString,
 } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, file_google_protobuf_descriptor, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+  file_google_protobuf_descriptor,
+  TimestampSchema,
+} from "@bufbuild/protobuf/wkt";
 import { messagesOf, random } from "../../../test/framework/support/random.js";
 import { EchoResponseSchema, file_fixture_v1_fixture } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { BookSchema, file_gatewaytest_v1_library, type Genre, QueryRequestSchema } from "../../../test/gen/gatewaytest/v1/library_pb.js";
@@ -167,6 +174,67 @@ describe("compiled JSON writer", () => {
     assertSame(BookSchema, book);
     assert.match(jsonWriter(BookSchema)(book), /"labels":\{"10":"a","__proto__":"p","b":"c"\}/);
     for (let i = 0; i < 200; i++) assertSame(QueryRequestSchema, create(QueryRequestSchema, fill(r, QueryRequestSchema)));
+  });
+
+  test("a field whose json_name is an integer-like key comes first, as in protobuf-es's JSON object (JS key order)", () => {
+    // Built at run time: buf would accept the proto, but such a json_name is rare enough not to ship one.
+    const file = create(FileDescriptorProtoSchema, {
+      name: "integer_keys.proto",
+      package: "integerkeys",
+      syntax: "proto3",
+      messageType: [
+        {
+          name: "Keys",
+          field: [
+            {
+              name: "alpha",
+              number: 1,
+              type: FieldDescriptorProto_Type.STRING,
+              label: FieldDescriptorProto_Label.OPTIONAL,
+              jsonName: "alpha",
+            },
+            { name: "beta", number: 2, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: "0" },
+            { name: "gamma", number: 3, type: FieldDescriptorProto_Type.INT32, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: "12" },
+            {
+              name: "delta",
+              number: 4,
+              type: FieldDescriptorProto_Type.STRING,
+              label: FieldDescriptorProto_Label.OPTIONAL,
+              jsonName: "01",
+            },
+          ],
+        },
+        {
+          name: "Outer",
+          field: [
+            {
+              name: "name",
+              number: 1,
+              type: FieldDescriptorProto_Type.STRING,
+              label: FieldDescriptorProto_Label.OPTIONAL,
+              jsonName: "name",
+            },
+            {
+              name: "keys",
+              number: 2,
+              type: FieldDescriptorProto_Type.MESSAGE,
+              label: FieldDescriptorProto_Label.OPTIONAL,
+              typeName: ".integerkeys.Keys",
+              jsonName: "keys",
+            },
+          ],
+        },
+      ],
+    });
+    const registry = createFileRegistry(file, () => undefined);
+    const keys = registry.getMessage("integerkeys.Keys")!;
+    const outer = registry.getMessage("integerkeys.Outer")!;
+    const message = create(keys, { alpha: "a", beta: "b", gamma: 3, delta: "d" } as never);
+    assert.equal(jsonWriter(keys)(message), '{"0":"b","12":3,"alpha":"a","01":"d"}');
+    assert.equal(jsonWriter(keys)(message), toJsonString(keys, message, OPTIONS));
+    assert.equal(jsonWriter(keys, false)(message), toJsonString(keys, message));
+    const wrapped = create(outer, { name: "n", keys: message } as never);
+    assert.equal(jsonWriter(outer)(wrapped), toJsonString(outer, wrapped, OPTIONS));
   });
 
   test("the plain shapes are compiled; a type with other well-known types is left to protobuf-es", () => {

@@ -30,6 +30,12 @@ const TIMESTAMP = "google.protobuf.Timestamp";
 const TIMESTAMP_MS_MIN = -62135596800000;
 const TIMESTAMP_MS_MAX = 253402300799000;
 
+/** A key a JS object orders first, ascending: an array index (the canonical text of an integer below 2^32 - 1). */
+function isArrayIndex(key: string): boolean {
+  const n = Number(key) >>> 0;
+  return String(n) === key && n !== 4294967295;
+}
+
 const writers = new WeakMap<DescMessage, JsonWriter>();
 const sparseWriters = new WeakMap<DescMessage, JsonWriter>();
 const compiled = new WeakSet<DescMessage>();
@@ -69,6 +75,9 @@ function compile(desc: DescMessage, seen: Map<DescMessage, Write | undefined>, e
   if (seen.has(desc)) return seen.get(desc);
   if (desc.typeName === TIMESTAMP) return writeTimestamp;
   if (desc.typeName.startsWith("google.protobuf.")) return undefined;
+  // protobuf-es builds a JS object, whose integer-like keys come first whatever the field order: a type with
+  // such a json_name (`json_name = "0"`, rare) is left to it, decided here once rather than per message.
+  if (desc.fields.some((f) => isArrayIndex(f.jsonName))) return undefined;
   // Recursive types: the entry is set before the fields are compiled, and filled in after.
   let self: Write | undefined;
   const ref: Write = (value) => self!(value);

@@ -25,6 +25,20 @@ export interface PathTemplate {
 export class TemplateError extends Error {}
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/**
+ * A literal segment or verb (matched against the percent-decoded path): anything but the template's own `{`,
+ * `}`, `=` and `*`, and what no path segment holds (`?`, `#`, control characters); a `:` only inside a segment
+ * that is not the last (splitVerb takes the last one's as the verb).
+ */
+const LITERAL = /^[^{}=*?#]+$/;
+/** A control character (U+0000 to U+001F, U+007F), which no path segment holds. */
+const hasControl = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+};
 
 export function parsePathTemplate(source: string): PathTemplate {
   if (!source.startsWith("/")) throw new TemplateError(`path template "${source}" must start with "/"`);
@@ -34,9 +48,16 @@ export function parsePathTemplate(source: string): PathTemplate {
   for (const part of splitTopLevel(path, source)) {
     if (part.startsWith("{")) {
       if (!part.endsWith("}")) throw new TemplateError(`unclosed variable in "${source}"`);
-      const [fieldPath = "", pattern = "*"] = part.slice(1, -1).split("=", 2);
+      const inner = part.slice(1, -1);
+      const eq = inner.indexOf("=");
+      const fieldPath = eq === -1 ? inner : inner.slice(0, eq);
+      const pattern = eq === -1 ? "*" : inner.slice(eq + 1);
+      if (pattern.includes("=")) throw new TemplateError(`a second "=" in variable "${part}" in "${source}"`);
       const fields = fieldPath.split(".");
       if (!fields.every((f) => IDENT.test(f))) throw new TemplateError(`bad field path "${fieldPath}" in "${source}"`);
+      if (variables.some((v) => v.fieldPath.join(".") === fieldPath)) {
+        throw new TemplateError(`field "${fieldPath}" bound by two variables in "${source}"`);
+      }
       const start = segments.length;
       for (const inner of pattern.split("/")) segments.push(segment(inner, source, false));
       const endsInMulti = segments[segments.length - 1]?.kind === "multi";
@@ -53,7 +74,7 @@ export function parsePathTemplate(source: string): PathTemplate {
 function segment(text: string, source: string, allowVariable: boolean): Segment {
   if (text === "*") return { kind: "single" };
   if (text === "**") return { kind: "multi" };
-  if (text === "" || /[{}=]/.test(text) || (!allowVariable && text.includes(":"))) {
+  if (!LITERAL.test(text) || hasControl(text) || (!allowVariable && text.includes(":"))) {
     throw new TemplateError(`bad segment "${text}" in "${source}"`);
   }
   return { kind: "literal", value: text };
@@ -86,6 +107,7 @@ function splitVerb(path: string, source: string): { path: string; verb: string }
   if (colon > lastSlash && colon > lastBrace) {
     const verb = path.slice(colon + 1);
     if (verb === "") throw new TemplateError(`empty verb in "${source}"`);
+    if (!LITERAL.test(verb) || hasControl(verb) || verb.includes(":")) throw new TemplateError(`bad verb "${verb}" in "${source}"`);
     return { path: path.slice(0, colon), verb };
   }
   return { path, verb: "" };

@@ -206,12 +206,16 @@ function pathJson(route: GatewayRoute, segments: string[]): JsonObject {
   return json;
 }
 
+/** Percent-decodes all but `%2F` (or `%2f`), which stays exactly as the client sent it (HttpRule; grpc-gateway does the same). */
 function decodeKeepingSlash(segment: string): string {
   if (!segment.includes("%")) return segment;
-  return segment
-    .split(/%2F/i)
-    .map((s) => decodeURIComponent(s))
-    .join("%2F");
+  let out = "";
+  let from = 0;
+  for (const m of segment.matchAll(/%2F/gi)) {
+    out += decodeURIComponent(segment.slice(from, m.index)) + m[0];
+    from = m.index + 3;
+  }
+  return out + decodeURIComponent(segment.slice(from));
 }
 
 function setPath(json: JsonObject, fields: readonly DescField[], value: JsonValue): void {

@@ -5,7 +5,7 @@ import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { streamsRequests, streamsResponses } from "../call/types.js";
 import type { BoundMethod } from "../server/methods.js";
 import { isHttpBodyField, isHttpBodyMessage } from "./http-body.js";
-import { type PathTemplate, parsePathTemplate } from "./path-template.js";
+import { type PathTemplate, parsePathTemplate, TemplateError } from "./path-template.js";
 
 /** One HTTP binding of one method, resolved against the descriptors at start-up. */
 export interface GatewayRoute {
@@ -85,7 +85,13 @@ function compile(method: BoundMethod, rule: HttpRule): GatewayRoute {
     default:
       throw new RouteError(`${where}: no HTTP method set`);
   }
-  const template = parsePathTemplate(path);
+  let template: PathTemplate;
+  try {
+    template = parsePathTemplate(path);
+  } catch (err) {
+    if (err instanceof TemplateError) throw new RouteError(`${where}: ${err.message}`);
+    throw err;
+  }
   const input = method.info.desc.input;
   const pathFields = template.variables.map((v) => {
     const fields = fieldPath(input, v.fieldPath, where);
