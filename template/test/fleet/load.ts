@@ -6,6 +6,7 @@
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type ChannelOptions, Client, credentials, type ServiceError } from "@grpc/grpc-js";
+import { OVERLOADED_MESSAGE } from "../../src/framework/call/status.js";
 import {
   type ChatRequest,
   ChatRequestSchema,
@@ -23,6 +24,11 @@ export type Protocol = (typeof PROTOCOLS)[number];
 export interface Tally {
   calls: number;
   failed: number;
+  /**
+   * Calls the overload protection refused (UNAVAILABLE "server overloaded: retry later", before any work): not
+   * accepted, so not failed; a client retries them (HAProxy does for REST's 503). Counted apart, and printed.
+   */
+  shed: number;
   /** Failures by reason ("UNAVAILABLE: …", "HTTP 503", "ws close 1006"…). */
   reasons: Record<string, number>;
 }
@@ -30,7 +36,7 @@ export interface Tally {
 export type Tallies = Record<Protocol, Tally>;
 
 export function emptyTallies(): Tallies {
-  return Object.fromEntries(PROTOCOLS.map((p) => [p, { calls: 0, failed: 0, reasons: {} }])) as Tallies;
+  return Object.fromEntries(PROTOCOLS.map((p) => [p, { calls: 0, failed: 0, shed: 0, reasons: {} }])) as Tallies;
 }
 
 const SERVICE = "/example.v1.ExampleService";
@@ -169,6 +175,10 @@ export function startLoad(targets: LoadTargets) {
         const tally = current[p];
         tally.calls++;
         await call[p]().catch((err: Error) => {
+          if (err.message.includes(OVERLOADED_MESSAGE)) {
+            tally.shed++;
+            return;
+          }
           tally.failed++;
           tally.reasons[err.message] = (tally.reasons[err.message] ?? 0) + 1;
         });

@@ -20,6 +20,9 @@ export interface Replica {
   output: () => string;
 }
 
+/** Every replica process started, so that the run can end them whatever happens. */
+export const spawned = new Set<ChildProcess>();
+
 /** Whether `port` can be bound on every one of `hosts` right now. */
 async function freeOnAll(port: number, hosts: string[]): Promise<boolean> {
   for (const host of hosts) {
@@ -63,13 +66,17 @@ export async function startReplica(name: string, host: string, ports: Ports, env
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  spawned.add(child);
   let text = "";
   const keep = (chunk: Buffer) => {
     text = (text + chunk.toString()).slice(-20_000);
   };
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
-  const exited = once(child, "exit").then(([code]) => code as number | null);
+  const exited = once(child, "exit").then(([code]) => {
+    spawned.delete(child);
+    return code as number | null;
+  });
   const replica: Replica = { name, host, child, exited, output: () => text };
   await waitReady(replica, ports.http);
   return replica;
