@@ -17,8 +17,8 @@ import { create } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ChatRequestSchema, ExampleService, SumRequestSchema } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { ChatRequestSchema, FixtureService, SumRequestSchema } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "http-versions-"));
 const file = (name: string) => path.join(dir, name);
@@ -92,7 +92,7 @@ for (const tls of [false, true]) {
     before(async () => {
       ca = tls ? readFileSync(file("http.crt")) : undefined;
       server = await startTestServer(
-        [exampleService],
+        [fixtureService],
         tls ? { HTTP_TLS_CERT_FILE: file("http.crt"), HTTP_TLS_KEY_FILE: file("http.key") } : {},
       );
       if (tls) assert.match(server.httpUrl, /^https:\/\//);
@@ -110,7 +110,7 @@ for (const tls of [false, true]) {
               ? ["unary", "server", "client"]
               : ["unary", "server"];
         test(`${wire} over HTTP/${version}: ${kinds.join(", ")} each enter the chain once`, async () => {
-          const client: Client<typeof ExampleService> = createClient(ExampleService, transport(wire, server.httpUrl, version, ca));
+          const client: Client<typeof FixtureService> = createClient(FixtureService, transport(wire, server.httpUrl, version, ca));
           const before = await handledPerMethod(server, ca);
           const echo = await client.echo({ message: `hello over ${version}` });
           assert.equal(echo.message, `hello over ${version}`);
@@ -142,7 +142,7 @@ for (const tls of [false, true]) {
     }
 
     test("bidi over HTTP/1.1 is refused with 505 HTTP Version Not Supported (the Connect protocol's answer), not a hang", async () => {
-      const client = createClient(ExampleService, transport("connect", server.httpUrl, "1.1", ca));
+      const client = createClient(FixtureService, transport("connect", server.httpUrl, "1.1", ca));
       const err = await (async () => {
         for await (const _ of client.chat(messages([create(ChatRequestSchema, { text: "a" })]))) {
           // no answer expected
@@ -191,7 +191,7 @@ for (const tls of [false, true]) {
 describe("telling the versions apart", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService]);
+    server = await startTestServer([fixtureService]);
   });
   after(() => server.close());
 
@@ -226,7 +226,7 @@ describe("telling the versions apart", () => {
   });
 
   test("stopping sends an HTTP/2 connection a GOAWAY: the stream in flight finishes, the connection then closes", async () => {
-    const stopping = await startTestServer([exampleService]);
+    const stopping = await startTestServer([fixtureService]);
     const session = connectHttp2(stopping.httpUrl);
     const goaway = once(session, "goaway");
     const closed = once(session, "close");

@@ -17,22 +17,22 @@ import { credentials } from "@grpc/grpc-js";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { createClient } from "../../src/framework/client/client.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { ExampleService } from "../../src/gen/example/v1/example_pb.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 import { bufCurl } from "./support/buf-curl.js";
 import { handled } from "./support/metrics.js";
 import { waitFor } from "./support/wait.js";
 
 const run = promisify(execFile);
 
-const ECHO = "/example.v1.ExampleService/Echo";
-const COUNTDOWN = "/example.v1.ExampleService/Countdown";
+const ECHO = "/fixture.v1.FixtureService/Echo";
+const COUNTDOWN = "/fixture.v1.FixtureService/Countdown";
 
 describe("SINGLE_PORT=true: every protocol on the HTTP port", () => {
   let server: TestServer;
   let port: string;
   before(async () => {
-    server = await startTestServer([exampleService], { SINGLE_PORT: "true" });
+    server = await startTestServer([fixtureService], { SINGLE_PORT: "true" });
     port = new URL(server.httpUrl).port;
   });
   after(() => server.close());
@@ -50,7 +50,7 @@ describe("SINGLE_PORT=true: every protocol on the HTTP port", () => {
   }
 
   test("a grpc-js client calls unary and server streaming on the HTTP port", async () => {
-    const client = createClient(ExampleService, `127.0.0.1:${port}`, { maxAttempts: 1 });
+    const client = createClient(FixtureService, `127.0.0.1:${port}`, { maxAttempts: 1 });
     try {
       await once(ECHO, async () => assert.equal((await client.echo({ message: "grpc-js" })).message, "grpc-js"));
       await once(COUNTDOWN, async () => {
@@ -77,7 +77,7 @@ describe("SINGLE_PORT=true: every protocol on the HTTP port", () => {
 
   test("connect-node over HTTP/2 (Connect and gRPC-Web) shares the port with gRPC", async () => {
     for (const transport of [createConnectTransport, createGrpcWebTransport]) {
-      const client = createConnectClient(ExampleService, transport({ baseUrl: server.httpUrl, httpVersion: "2" }));
+      const client = createConnectClient(FixtureService, transport({ baseUrl: server.httpUrl, httpVersion: "2" }));
       await once(ECHO, async () => assert.equal((await client.echo({ message: "connect" })).message, "connect"));
     }
   });
@@ -140,7 +140,7 @@ describe("SINGLE_PORT=true with TLS on the HTTP port", () => {
       ],
       { stdio: ["ignore", "ignore", "pipe"] },
     );
-    server = await startTestServer([exampleService], {
+    server = await startTestServer([fixtureService], {
       SINGLE_PORT: "true",
       HTTP_TLS_CERT_FILE: file("http.crt"),
       HTTP_TLS_KEY_FILE: file("http.key"),
@@ -153,7 +153,7 @@ describe("SINGLE_PORT=true with TLS on the HTTP port", () => {
 
   test("a grpc-js client over TLS (ALPN h2) and connect-node over TLS share the port", async () => {
     const ca = readFileSync(file("http.crt"));
-    const client = createClient(ExampleService, `127.0.0.1:${new URL(server.httpUrl).port}`, {
+    const client = createClient(FixtureService, `127.0.0.1:${new URL(server.httpUrl).port}`, {
       maxAttempts: 1,
       credentials: credentials.createSsl(ca),
       channelOptions: { "grpc.ssl_target_name_override": "localhost" },
@@ -164,7 +164,7 @@ describe("SINGLE_PORT=true with TLS on the HTTP port", () => {
       client.close();
     }
     const connect = createConnectClient(
-      ExampleService,
+      FixtureService,
       createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "2", nodeOptions: { ca, servername: "localhost" } }),
     );
     assert.equal((await connect.echo({ message: "connect over tls" })).message, "connect over tls");
@@ -174,12 +174,12 @@ describe("SINGLE_PORT=true with TLS on the HTTP port", () => {
 describe("SINGLE_PORT unset (the default)", () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer([exampleService]);
+    server = await startTestServer([fixtureService]);
   });
   after(() => server.close());
 
   test("a gRPC call to the HTTP port is not served as gRPC", async () => {
-    const client = createClient(ExampleService, `127.0.0.1:${new URL(server.httpUrl).port}`, { maxAttempts: 1 });
+    const client = createClient(FixtureService, `127.0.0.1:${new URL(server.httpUrl).port}`, { maxAttempts: 1 });
     try {
       await assert.rejects(client.echo({ message: "x" }));
     } finally {

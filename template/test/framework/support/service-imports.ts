@@ -28,6 +28,7 @@ export function usesOfYourService(file: string, source: string): string[] {
   // A process started from src/main.ts (startServiceProcess("src/main.ts"), or a constant holding it): the
   // tests start test/framework/fixtures/fixture-main.ts instead. (deploy-image builds src/main.ts on purpose,
   // through the Dockerfile, and names it only in lists of paths.)
-  for (const [use] of source.matchAll(/(?:\(|=)\s*["'`]src\/main\.ts["'`]/g)) found.push(`${file} starts src/main.ts: ${use}`);
+  // The same quote on both sides: a test named "src/main.ts's defaults …" starts nothing.
+  for (const [use] of source.matchAll(/(?:\(|=)\s*(["'`])src\/main\.ts\1/g)) found.push(`${file} starts src/main.ts: ${use}`);
   return found;
 }
