@@ -236,7 +236,7 @@ test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams fini
 
 const countdown = (from: number) => Array.from({ length: from }, (_, i) => from - i);
 
-test("a call still running when SHUTDOWN_DURATION_IN_SECONDS runs out is cut (CANCELLED); the stop still completes, exit 0", {
+test("calls still running when SHUTDOWN_DURATION_IN_SECONDS runs out end with UNAVAILABLE (clients retry it elsewhere; a reset would be CANCELLED); the stop still completes, exit 0", {
   timeout: 30_000,
 }, async (t) => {
   const service = startServiceProcess(FIXTURE_MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2", SHUTDOWN_DURATION_IN_SECONDS: "2" });
@@ -247,10 +247,27 @@ test("a call still running when SHUTDOWN_DURATION_IN_SECONDS runs out is cut (CA
     () => "answered",
     (err: { code: number }) => err.code,
   );
+  // A stream that has answered already: its status comes in trailers, after its messages.
+  let firstMessage!: () => void;
+  const streaming = new Promise<void>((resolve) => (firstMessage = resolve));
+  const stream = (async () => {
+    let received = 0;
+    try {
+      for await (const _ of client.countdown({ from: 3, intervalMs: 10_000 })) {
+        received++;
+        firstMessage();
+      }
+      return { received, code: Code.OK };
+    } catch (err) {
+      return { received, code: (err as { code: number }).code };
+    }
+  })();
   await service.waitForLog("echo received", (l) => l.msg === "echo received" && l.trace === "over-budget");
+  await streaming;
   service.child.kill("SIGTERM");
 
-  assert.equal(await call, Code.CANCELLED);
+  assert.equal(await call, Code.UNAVAILABLE);
+  assert.deepEqual(await stream, { received: 1, code: Code.UNAVAILABLE });
   const { code } = await service.finished;
   assert.equal(code, 0, `exit code; stdout:\n${service.logs.map((l) => JSON.stringify(l)).join("\n")}`);
   assert.ok(service.logs.some((l) => l.msg === "shutdown budget spent: servers force-stopped" && l.level === "warn"));

@@ -14,6 +14,7 @@ import { isGrpcContentType } from "./grpc-content-type.js";
 import { grpcServiceDefinition } from "./grpc-definition.js";
 import { routeGrpcJsLogs } from "./grpc-js-logs.js";
 import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-rejections.js";
+import { endWithUnavailable } from "./grpc-shutdown.js";
 import { enforceKeepalive, type KeepalivePolicy } from "./keepalive-policy.js";
 import type { BoundMethod } from "./methods.js";
 import { addReflection } from "./reflection.js";
@@ -307,8 +308,9 @@ export function stopGrpc(server: Server, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const force = () => {
       server.forceShutdown();
-      // What grpc-js's forceShutdown does only with channelz on (see createGrpcServer).
-      for (const session of connections.get(server) ?? []) cancel(session);
+      // What grpc-js's forceShutdown does only with channelz on (see createGrpcServer), each call ended with a
+      // status first.
+      for (const session of connections.get(server) ?? []) endWithUnavailable(session, cancel);
     };
     if (signal.aborted) force();
     else signal.addEventListener("abort", force, { once: true });
