@@ -37,6 +37,8 @@ export function copiedProtos(): Record<string, string> {
     "google/api/annotations.proto": path.join(googleapis, "google/api/annotations.proto"),
     "google/api/http.proto": path.join(googleapis, "google/api/http.proto"),
     "google/api/httpbody.proto": path.join(googleapis, "google/api/httpbody.proto"),
+    // REQUIRED, OUTPUT_ONLY… marks: the OpenAPI 3.1 document reads them (required, readOnly, writeOnly).
+    "google/api/field_behavior.proto": path.join(googleapis, "google/api/field_behavior.proto"),
     // google.rpc.Status and its standard details (BadRequest…) carry rich errors over gRPC and HTTP.
     "google/rpc/status.proto": path.join(googleapis, "google/rpc/status.proto"),
     "google/rpc/error_details.proto": path.join(googleapis, "google/rpc/error_details.proto"),

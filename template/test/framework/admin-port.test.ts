@@ -80,16 +80,16 @@ describe("admin port", () => {
     const apiKey = "admin-port-test-api-key";
     const warnings = (logs: Record<string, unknown>[]) => logs.filter((l) => l.level === "warn" && /ADMIN_PORT/.test(String(l.msg)));
 
-    test("with auth on and no ADMIN_PORT: exactly one warn line names /metrics, /swagger/ and /debug/pprof/ and ADMIN_PORT, and no secret", async (t) => {
+    test("with auth on and no ADMIN_PORT: exactly one warn line names /metrics, /swagger/, /openapi/ and /debug/pprof/ and ADMIN_PORT, and no secret", async (t) => {
       const server = await startTestServer([fixtureService], { JWT_SECRET: secret, API_KEYS: apiKey });
       t.after(() => server.close());
       const lines = warnings(server.logs);
       assert.equal(lines.length, 1, JSON.stringify(lines));
       const line = lines[0]!;
-      assert.deepEqual(line.publicPaths, ["/metrics", "/swagger/", "/debug/pprof/"]);
+      assert.deepEqual(line.publicPaths, ["/metrics", "/swagger/", "/openapi/", "/debug/pprof/"]);
       assert.match(
         String(line.msg),
-        /^\/metrics, \/swagger\/, \/debug\/pprof\/ are served without authentication on the HTTP port: set ADMIN_PORT/,
+        /^\/metrics, \/swagger\/, \/openapi\/, \/debug\/pprof\/ are served without authentication on the HTTP port: set ADMIN_PORT/,
       );
       const text = JSON.stringify(line);
       assert.ok(!text.includes(secret) && !text.includes(apiKey), "the line holds no secret");
@@ -101,7 +101,7 @@ describe("admin port", () => {
       t.after(() => server.close());
       assert.deepEqual(
         warnings(server.logs).map((l) => l.publicPaths),
-        [["/swagger/"]],
+        [["/swagger/", "/openapi/"]],
       );
     });
 

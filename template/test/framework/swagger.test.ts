@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { fixtureService } from "./fixtures/fixture-service.js";
 
 const DOC = "/swagger/fixture.swagger.json";
+const DOC31 = "/openapi/fixture.openapi.json";
 
 type Doc = {
   paths: Record<string, Record<string, { parameters: Record<string, unknown>[]; [k: string]: unknown }>>;
@@ -95,7 +96,11 @@ describe("Swagger on the HTTP port", () => {
     assert.doesNotMatch(html, /https?:\/\//, "no external resources");
 
     const init = await (await fetch(`${server.httpUrl}/swagger/swagger-initializer.js`)).text();
-    assert.match(init, /url: "\.\/fixture\.swagger\.json"/);
+    // The UI opens the 3.1 document; the 2.0 one stays a choice.
+    assert.match(
+      init,
+      /urls: \[\{"url":"\.\.\/openapi\/fixture\.openapi\.json","name":"OpenAPI 3\.1"\},\{"url":"\.\/fixture\.swagger\.json"/,
+    );
     assert.match(init, /validatorUrl: null/);
 
     const bundle = await fetch(`${server.httpUrl}/swagger/swagger-ui-bundle.js`);
@@ -105,6 +110,19 @@ describe("Swagger on the HTTP port", () => {
     const css = await fetch(`${server.httpUrl}/swagger/swagger-ui.css`);
     assert.match(css.headers.get("content-type") ?? "", /^text\/css/);
     await css.arrayBuffer();
+  });
+
+  test("the OpenAPI 3.1 document is served at /openapi/<stem>.openapi.json beside the 2.0 one, and is valid", async () => {
+    const res = await fetch(`${server.httpUrl}${DOC31}`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+    const doc = (await res.json()) as Doc;
+    await SwaggerParser.validate(structuredClone(doc) as never);
+    assert.equal(doc.openapi, "3.1.1");
+    assert.ok(doc.paths["/api/v1/echo"]?.post);
+    assert.equal((await fetch(`${server.httpUrl}/openapi/other.openapi.json`)).status, 404);
+    const again = await fetch(`${server.httpUrl}${DOC31}`, { headers: { "if-none-match": res.headers.get("etag")! } });
+    assert.equal(again.status, 304);
   });
 
   test("an unchanged file answers 304 to If-None-Match", async () => {
@@ -153,6 +171,13 @@ describe("Swagger with auth on", () => {
       assert.deepEqual(doc.security, [{ BearerAuth: [] }, { ApiKeyAuth: [] }]);
       assert.match((doc.securityDefinitions as { ApiKeyAuth: { description: string } }).ApiKeyAuth.description, /HTTP_HEADER_PREFIXES/);
       assert.doesNotMatch(JSON.stringify(doc), /0123456789abcdef|k1,k2/, "no secrets in the document");
+      const doc31 = (await (await fetch(`${server.httpUrl}${DOC31}`)).json()) as Doc & {
+        components: { securitySchemes: Record<string, unknown> };
+      };
+      await SwaggerParser.validate(structuredClone(doc31) as never);
+      assert.deepEqual(Object.keys(doc31.components.securitySchemes), ["BearerAuth", "ApiKeyAuth"]);
+      assert.deepEqual(doc31.paths["/api/v1/echo"]!.post!.security, [{ BearerAuth: [] }, { ApiKeyAuth: [] }]);
+      assert.doesNotMatch(JSON.stringify(doc31), /0123456789abcdef|k1,k2/, "no secrets in the 3.1 document");
     } finally {
       await server.close();
     }
@@ -203,7 +228,10 @@ describe("Swagger with ADMIN_PORT", () => {
     assert.equal(doc.status, 200);
     await SwaggerParser.validate((await doc.json()) as never);
     assert.equal((await fetch(`${server.adminUrl}/swagger`, { redirect: "manual" })).status, 301);
-    for (const path of ["/swagger/", DOC, "/swagger/swagger-ui-bundle.js"]) {
+    const doc31 = await fetch(`${server.adminUrl}${DOC31}`);
+    assert.equal(doc31.status, 200);
+    await SwaggerParser.validate((await doc31.json()) as never);
+    for (const path of ["/swagger/", DOC, DOC31, "/swagger/swagger-ui-bundle.js"]) {
       const res = await fetch(`${server.httpUrl}${path}`);
       assert.equal(res.status, 404, path);
       assert.equal(((await res.json()) as { code: number }).code, 5);
@@ -216,6 +244,8 @@ describe("Swagger with ADMIN_PORT", () => {
     try {
       const doc = (await (await fetch(`${fixed.adminUrl}${DOC}`)).json()) as Doc;
       assert.equal(doc.host, `127.0.0.1:${port}`);
+      const doc31 = (await (await fetch(`${fixed.adminUrl}${DOC31}`)).json()) as Doc;
+      assert.deepEqual(doc31.servers, [{ url: `http://127.0.0.1:${port}` }]);
       const { hostname, port: adminPort } = new URL(fixed.adminUrl!);
       const forged = await new Promise<string>((resolve, reject) => {
         const req = request({ host: hostname, port: adminPort, path: DOC, headers: { host: "evil.example/<x>" } }, (res) => {

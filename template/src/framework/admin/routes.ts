@@ -34,7 +34,7 @@ export function registerOpsRoutes(app: FastifyInstance, ctx: OpsContext): string
   const served: string[] = [];
   if (registerMetricsRoute(app, ctx)) served.push("/metrics");
   registerSwagger(app, ctx);
-  served.push("/swagger/");
+  served.push("/swagger/", "/openapi/");
   if (registerProfilingRoutes(app, ctx)) served.push("/debug/pprof/");
   return served;
 }

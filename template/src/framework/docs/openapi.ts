@@ -28,10 +28,10 @@ export interface OpenApiDocument {
   [key: string]: unknown;
 }
 
-type Parameter = Schema & { name: string; in: "path" | "query" | "body" };
+export type Parameter = Schema & { name: string; in: "path" | "query" | "body" };
 
 /** OpenAPI 2.0 knows these methods; custom HttpRule kinds outside them cannot be described. */
-const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch"]);
+export const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch"]);
 const MAX_QUERY_DEPTH = 8;
 /** A google.api.HttpBody on the wire: bytes of the message's own content type, no JSON. */
 const RAW_BYTES: Schema = { type: "string", format: "binary" };
@@ -163,9 +163,9 @@ function securityDefinitions(options: OpenApiOptions): Record<string, Schema> | 
 }
 
 /** The `x-stream` marker of a streaming operation: which side streams. */
-const STREAM_KIND: Record<string, string> = { server_streaming: "server", client_streaming: "client", bidi_streaming: "bidi" };
+export const STREAM_KIND: Record<string, string> = { server_streaming: "server", client_streaming: "client", bidi_streaming: "bidi" };
 
-function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
+export function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
   const lines = [`gRPC: \`${route.method.info.path}\``];
   if (route.requestStream) {
     lines.push(
@@ -207,7 +207,7 @@ function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string
  * parameters; a second route on the same path and method gets `_1`, `_2`… parameter names
  * (parameter names never reach the wire).
  */
-function placePath(
+export function placePath(
   route: GatewayRoute,
   paths: Record<string, Record<string, unknown>>,
   verb: string,
@@ -298,7 +298,7 @@ function bodyParams(route: GatewayRoute, schemas: SchemaBuilder): Parameter[] {
 }
 
 /** Query parameters for the fields neither the path nor the body binds (none when the body is "*"). */
-function queryParams(route: GatewayRoute): Parameter[] {
+export function queryParams(route: GatewayRoute): Parameter[] {
   if (route.body === "*") return [];
   const bound = new Set(route.pathFields.map((p) => p.fields.map((f) => f.name).join(".")));
   if (route.bodyField) bound.add(route.bodyField.name);
@@ -339,6 +339,6 @@ function queryParam(field: DescField, name: string): Parameter | undefined {
   return { name, in: "query", required: false, ...simple, ...rules(field) };
 }
 
-function sortKeys<T>(record: Record<string, T>): Record<string, T> {
+export function sortKeys<T>(record: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }

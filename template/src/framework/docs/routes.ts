@@ -10,7 +10,8 @@ import type { Config } from "../config/schema.js";
 import { sendHttpError } from "../errors/http.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import { readPackageJson } from "../health/build-info.js";
-import { buildOpenApi, documentStem, type OpenApiDocument } from "./openapi.js";
+import { buildOpenApi, documentStem, type OpenApiDocument, type OpenApiOptions } from "./openapi.js";
+import { buildOpenApi31, type OpenApi31Document } from "./openapi31.js";
 
 /**
  * The only files of swagger-ui-dist served, by name. A request names a key of this table and
@@ -78,21 +79,25 @@ export function registerSwagger(app: FastifyInstance, { config, services, routes
   let dir: string | undefined;
   let doc: OpenApiDocument | undefined;
   let docAsset: Asset | undefined;
+  let doc31: OpenApi31Document | undefined;
+  let doc31Asset: Asset | undefined;
+  const doc31Name = `${stem}.openapi.json`;
   const cache = new Map<string, Asset>();
 
   const uiDir = () => (dir ??= dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json")));
-  const document = () =>
-    (doc ??= buildOpenApi(routes, {
-      title: title(),
-      version: readPackageJson().version ?? "",
-      services: descs,
-      jwt: config.JWT_SECRET !== undefined || config.JWT_JWKS_URL !== undefined || config.JWT_OIDC_ISSUER !== undefined,
-      // A service's `authorize` override decides alone: its methods' proto rules do not apply.
-      rules: (method) => (overridden.has(method.parent.typeName) ? undefined : authRule(method)),
-      apiKey: config.API_KEYS.length > 0,
-      apiKeyForwarded: config.HTTP_HEADER_PREFIXES.some((p) => p !== "" && "x-api-key".startsWith(p.toLowerCase())),
-      sse: !config.DISABLE_SSE_MARSHALER,
-    }));
+  const options = (): OpenApiOptions => ({
+    title: title(),
+    version: readPackageJson().version ?? "",
+    services: descs,
+    jwt: config.JWT_SECRET !== undefined || config.JWT_JWKS_URL !== undefined || config.JWT_OIDC_ISSUER !== undefined,
+    // A service's `authorize` override decides alone: its methods' proto rules do not apply.
+    rules: (method) => (overridden.has(method.parent.typeName) ? undefined : authRule(method)),
+    apiKey: config.API_KEYS.length > 0,
+    apiKeyForwarded: config.HTTP_HEADER_PREFIXES.some((p) => p !== "" && "x-api-key".startsWith(p.toLowerCase())),
+    sse: !config.DISABLE_SSE_MARSHALER,
+  });
+  const document = () => (doc ??= buildOpenApi(routes, options()));
+  const document31 = () => (doc31 ??= buildOpenApi31(routes, { ...options(), oidcIssuer: config.JWT_OIDC_ISSUER }));
 
   const index = () => {
     let a = cache.get("index.html");
@@ -115,6 +120,11 @@ export function registerSwagger(app: FastifyInstance, { config, services, routes
     if (host) return asset(JSON.stringify({ ...document(), host }), "application/json");
     return (docAsset ??= asset(JSON.stringify(document()), "application/json"));
   };
+  const document31For = (req: FastifyRequest) => {
+    const host = apiHost(req, config, httpPort?.() ?? config.HTTP_PORT);
+    if (host) return asset(JSON.stringify({ ...document31(), servers: [{ url: `${req.protocol}://${host}` }] }), "application/json");
+    return (doc31Asset ??= asset(JSON.stringify(document31()), "application/json"));
+  };
   const uiFile = (name: string) => {
     const type = UI_FILES.get(name);
     if (!type) return undefined;
@@ -123,7 +133,7 @@ export function registerSwagger(app: FastifyInstance, { config, services, routes
     return a;
   };
 
-  // Two routes (fastify routes cost start-up time): the redirect, and one lookup by file name.
+  // Three routes (fastify routes cost start-up time): the redirect, one lookup by file name, the 3.1 document.
   app.get("/swagger", (_req, reply) => reply.redirect("swagger/", 301));
   app.get("/swagger/*", (req, reply) => {
     const name = (req.params as { "*": string })["*"];
@@ -133,19 +143,25 @@ export function registerSwagger(app: FastifyInstance, { config, services, routes
     const file = uiFile(name);
     return file ? send(req, reply, file) : sendHttpError(reply, new GrpcError(Code.NOT_FOUND, "Not Found"));
   });
+  app.get(`/openapi/${doc31Name}`, (req, reply) => send(req, reply, document31For(req)));
 }
 
 function initializerScript(stem: string): string {
+  // The 3.1 document first (swagger-ui-dist 5 renders 3.1); the 2.0 one stays a choice in the top bar.
+  const urls = [
+    { url: `../openapi/${stem}.openapi.json`, name: "OpenAPI 3.1" },
+    { url: `./${stem}.swagger.json`, name: "OpenAPI 2.0" },
+  ];
   return `window.onload = function () {
   window.ui = SwaggerUIBundle({
-    url: ${JSON.stringify(`./${stem}.swagger.json`)},
+    urls: ${JSON.stringify(urls)},
     dom_id: "#swagger-ui",
     deepLinking: true,
     validatorUrl: null,
     presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
     plugins: [SwaggerUIBundle.plugins.DownloadUrl],
     layout: "StandaloneLayout",
-    // The document's BearerAuth is an API key in Authorization (OpenAPI 2.0 has no bearer scheme): the bare token
+    // The 2.0 document's BearerAuth is an API key in Authorization (OpenAPI 2.0 has no bearer scheme): the bare token
     // pasted into Authorize goes out with the Bearer prefix; a value that has it already is left as it is.
     requestInterceptor: function (req) {
       var auth = req.headers && req.headers.Authorization;

@@ -68,7 +68,7 @@ const WELL_KNOWN_JSON: Record<string, Schema> = {
 
 const EMPTY: Schema = { type: "object", description: "An empty JSON object." };
 
-function wellKnownSchema(typeName: string): Schema | undefined {
+export function wellKnownSchema(typeName: string): Schema | undefined {
   const simple = WELL_KNOWN_SIMPLE[typeName];
   if (simple) return { ...simple };
   const json = WELL_KNOWN_JSON[typeName];
