@@ -51,6 +51,7 @@ describe("JWT_JWKS_URL", () => {
         );
       }
       assert.equal(provider.jwksFetches, 1, "one fetch served every call");
+      assert.ok(!server.logs.some((l) => String(l.msg).includes("without JWT_AUDIENCE")), "JWT_AUDIENCE is set");
     } finally {
       await server.close();
       provider.published.clear();
@@ -62,6 +63,8 @@ describe("JWT_JWKS_URL", () => {
     const rs = await provider.addKey("RS256", "rs");
     const server = await startTestServer([guarded], { JWT_JWKS_URL: provider.jwksUrl, JWT_ALGORITHMS: "ES256" });
     try {
+      const warning = server.logs.find((l) => String(l.msg).includes("without JWT_AUDIENCE"));
+      assert.equal(warning?.level, "warn", "start-up warns that any token of the provider is accepted without JWT_AUDIENCE");
       assert.deepEqual(await every(server, bearer(await provider.sign(es))), everywhere("ok"));
       assert.deepEqual(await every(server, bearer(await provider.sign(rs))), everywhere("unauthenticated"));
     } finally {

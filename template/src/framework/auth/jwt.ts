@@ -38,6 +38,12 @@ function secretVerifier(secret: string, config: Config): TokenVerifier {
 
 /** Tokens signed by a key of the provider's set, with JWT_ALGORITHMS only (all asymmetric: an HMAC `alg` never gets here). */
 export function keySetVerifier(keys: RemoteKeySet, config: Config): TokenVerifier {
+  if (config.JWT_AUDIENCE === undefined) {
+    // A provider issues tokens for many applications: without an audience check, each of them is accepted here.
+    rootLogger().warn(
+      "JWT_JWKS_URL/JWT_OIDC_ISSUER without JWT_AUDIENCE: a token the provider issued for any other application is accepted too; set JWT_AUDIENCE",
+    );
+  }
   const checks: JWTVerifyOptions = { ...verifyOptions(config), algorithms: [...config.JWT_ALGORITHMS] };
   if (keys.issuer !== undefined) checks.issuer = keys.issuer;
   return async (token) => (await jwtVerify(token, keys.getKey, checks)).payload as Claims;
