@@ -10,6 +10,7 @@ import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
+import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, fastPathContext } from "./connect-bridge.js";
 
@@ -22,7 +23,14 @@ import { connectError, fastPathContext } from "./connect-bridge.js";
  * (errorToJsonBytes, codeToHttpStatus). Every other request (GET, compression, streams, gRPC-Web, a
  * protocol version other than 1) returns false and goes to the Connect project's handler.
  */
-export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res: ServerResponse, maxBytes: number, log: Logger): boolean {
+export function serveConnectUnary(
+  method: BoundMethod,
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+  log: Logger,
+  onRejected?: OnRejectedBeforeHandler,
+): boolean {
   if (req.method !== "POST") return false;
   const headers = req.headers;
   const type = headers["content-type"];
@@ -46,6 +54,7 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
             ? fromJsonString(info.desc.input, jsonText(body), { ignoreUnknownFields: true })
             : binaryCodec(info.desc.input).decode(body);
         } catch (err) {
+          onRejected?.(info.path, ConnectCode.InvalidArgument);
           return sendError(res, new ConnectError(`cannot decode request: ${(err as Error).message}`, ConnectCode.InvalidArgument));
         }
         return runInContext(ctx, () => method.invoke({ method: info, ctx, request })).then(
@@ -64,13 +73,52 @@ export function serveConnectUnary(method: BoundMethod, req: IncomingMessage, res
           (err: unknown) => sendError(res, connectError(err, ctx)),
         );
       },
-      (err: ConnectError) => sendError(res, err),
+      (err: ConnectError) => {
+        onRejected?.(info.path, err.code); // unread (too large, broken): never reached the chain
+        sendError(res, err);
+      },
     )
     .catch((err: unknown) => {
       log.debug({ err, path: info.path }, "connect response failed");
       if (!res.headersSent) res.destroy();
     });
   return true;
+}
+
+/**
+ * A Connect GET (a NO_SIDE_EFFECTS method, its request in the query) whose `message` cannot be decoded: answered
+ * 400 invalid_argument here, and counted. Connect's own handler answers a binary one 500 internal ("parse
+ * binary"), and no such failure reaches the chain to be counted. Decoded once more by Connect when it passes
+ * (GET only, rare next to POST). Compressed messages are left to Connect. Returns whether it answered.
+ */
+export function refuseUndecodableGet(
+  method: BoundMethod,
+  req: IncomingMessage,
+  res: ServerResponse,
+  onRejected?: OnRejectedBeforeHandler,
+): boolean {
+  if (req.method !== "GET") return false;
+  const url = req.url ?? "";
+  const q = url.indexOf("?");
+  if (q === -1) return false;
+  const query = new URLSearchParams(url.slice(q + 1));
+  if (query.get("compression") !== null) return false;
+  const encoding = query.get("encoding");
+  const message = query.get("message") ?? "";
+  const input = method.info.desc.input;
+  try {
+    if (encoding === "proto") {
+      binaryCodec(input).decode(query.get("base64") === "1" ? Buffer.from(message, "base64url") : Buffer.from(message, "utf8"));
+    } else if (encoding === "json") {
+      const text = query.get("base64") === "1" ? Buffer.from(message, "base64url").toString("utf8") : message;
+      fromJsonString(input, jsonText(Buffer.from(text, "utf8")), { ignoreUnknownFields: true });
+    } else return false;
+  } catch (err) {
+    onRejected?.(method.info.path, ConnectCode.InvalidArgument);
+    sendError(res, new ConnectError(`cannot decode request: ${(err as Error).message}`, ConnectCode.InvalidArgument));
+    return true;
+  }
+  return false;
 }
 
 /** A JSON body as text, refused when nested too deep before anything is parsed. */

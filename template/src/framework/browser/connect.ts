@@ -26,9 +26,10 @@ import { GrpcError } from "../call/status.js";
 import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
+import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
-import { serveConnectUnary } from "./connect-unary.js";
+import { refuseUndecodableGet, serveConnectUnary } from "./connect-unary.js";
 import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
 import { serveGrpcWebUnary } from "./grpc-web-unary.js";
 
@@ -38,6 +39,8 @@ export interface BrowserProtocolOptions {
   readMaxBytes: number;
   writeMaxBytes: number;
   log: Logger;
+  /** Told of a call refused before it reached its method's chain (a request that cannot be decoded), with its code. */
+  onRejected?: OnRejectedBeforeHandler | undefined;
 }
 
 const RAW_HEADERS = createContextKey<IncomingHttpHeaders>({}, { description: "the HTTP request's headers" });
@@ -226,13 +229,18 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
   return (path) => methodsByPath.get(path) ?? [];
 }
 
-function serve(handler: UniversalHandler, unary: BoundMethod | undefined, { readMaxBytes, log }: BrowserProtocolOptions) {
+function serve(handler: UniversalHandler, unary: BoundMethod | undefined, { readMaxBytes, log, onRejected }: BrowserProtocolOptions) {
   return (req: FastifyRequest, reply: FastifyReply): void => {
     reply.hijack();
     const res = reply.raw;
     const set = reply.getHeaders();
     for (const name in set) res.setHeader(name, set[name]!);
-    if (unary && (serveConnectUnary(unary, req.raw, res, readMaxBytes, log) || serveGrpcWebUnary(unary, req.raw, res, readMaxBytes, log)))
+    if (
+      unary &&
+      (serveConnectUnary(unary, req.raw, res, readMaxBytes, log, onRejected) ||
+        serveGrpcWebUnary(unary, req.raw, res, readMaxBytes, log, onRejected) ||
+        refuseUndecodableGet(unary, req.raw, res, onRejected))
+    )
       return;
     const headers = req.raw.headers;
     clampTimeouts(headers);

@@ -4,12 +4,13 @@ import type { Metadata } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn, parseGrpcTimeout } from "../call/deadline.js";
-import { Code, GrpcError } from "../call/status.js";
+import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { binaryCodec } from "../codec/codec.js";
 import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
+import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
 import { fastPathContext } from "./connect-bridge.js";
 
@@ -24,7 +25,14 @@ const CONTENT_TYPE = "application/grpc-web+proto";
  * everything else (text and JSON forms, compression, streams) returns false and goes to the Connect
  * project's handler.
  */
-export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res: ServerResponse, maxBytes: number, log: Logger): boolean {
+export function serveGrpcWebUnary(
+  method: BoundMethod,
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+  log: Logger,
+  onRejected?: OnRejectedBeforeHandler,
+): boolean {
   if (req.method !== "POST") return false;
   const headers = req.headers;
   const type = headers["content-type"];
@@ -40,16 +48,21 @@ export function serveGrpcWebUnary(method: BoundMethod, req: IncomingMessage, res
 
   const info = method.info;
   const ctx = fastPathContext(info, headers, res, deadline, "grpc-web");
+  // A request that cannot be read or decoded never reaches the chain: counted here, with the code the client gets.
+  const refused = (err: unknown): never => {
+    onRejected?.(info.path, asGrpcError(err)?.code ?? Code.INTERNAL);
+    throw err;
+  };
   readFrame(req, res, maxBytes)
     .then((bytes) => {
       let request: Message;
       try {
         request = binaryCodec(info.desc.input).decode(bytes);
       } catch (err) {
-        throw new GrpcError(Code.INVALID_ARGUMENT, `cannot decode request: ${(err as Error).message}`);
+        return refused(new GrpcError(Code.INVALID_ARGUMENT, `cannot decode request: ${(err as Error).message}`));
       }
       return runInContext(ctx, () => method.invoke({ method: info, ctx, request }));
-    })
+    }, refused)
     .then(
       (result) => {
         if (!("message" in result)) throw new Error(`${info.path}: a stream answered a unary method`);

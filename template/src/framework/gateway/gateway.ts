@@ -8,6 +8,7 @@ import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { httpError, sendHttpError, UnsupportedMediaTypeError } from "../errors/http.js";
+import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import { liftRequestTimeout } from "../server/http-server.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
@@ -39,6 +40,11 @@ export interface GatewayOptions {
   streamIdleMs: number;
   /** The largest message of a streamed request body (GRPC_MAX_RECV_MSG_SIZE). */
   maxMessageBytes: number;
+  /**
+   * Told of a call refused before it reached its method's chain (a request that cannot be decoded, a content type
+   * the route does not take), with the code its client got, so the metrics count it as over gRPC.
+   */
+  onRejected?: OnRejectedBeforeHandler | undefined;
   /** Told of each gateway request (metrics); `req.gatewayRoute` tells the route matched. */
   observer?: RequestObserver;
 }
@@ -128,7 +134,7 @@ function responseJson(route: GatewayRoute, message: Message): string {
  * a path, for CORS preflight answers.
  */
 export function registerGateway(app: FastifyInstance, options: GatewayOptions): (path: string) => string[] {
-  const { routes, invoker, headers: policy, marshalers, heartbeatMs, streamIdleMs, maxMessageBytes, observer } = options;
+  const { routes, invoker, headers: policy, marshalers, heartbeatMs, streamIdleMs, maxMessageBytes, observer, onRejected } = options;
   const { traceHeader } = policy;
   marshalers.freeze();
   if (!app.hasRequestDecorator("gatewayRoute")) app.decorateRequest("gatewayRoute", undefined);
@@ -191,7 +197,9 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       deadline = deadlineIn(parseGrpcTimeout(req.headers["grpc-timeout"]));
       request = decodeRequest(route, segments, q === -1 ? "" : url.slice(q + 1), req.body as string | RawBody | undefined);
     } catch (err) {
-      sendHttpError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message));
+      const status = asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message);
+      onRejected?.(route.method.info.path, status.code);
+      sendHttpError(reply, status);
       return;
     }
     const controller = callController(reply);
@@ -220,6 +228,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
     try {
       const refused = streamTypeRefusal(req.headers["content-type"]);
       if (refused) {
+        onRejected?.(route.method.info.path, refused.code);
         await sendError(reply, refused, NO_CALL, false, traceHeader);
         return;
       }
@@ -242,7 +251,10 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       });
       await respond(req, reply, route, call, early);
     } catch (err) {
-      await sendError(reply, asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message), NO_CALL, false, traceHeader);
+      // Before the call (a bad query, path value or Grpc-Timeout): invoke itself never throws.
+      const status = asGrpcError(err) ?? new GrpcError(Code.INVALID_ARGUMENT, (err as Error).message);
+      onRejected?.(route.method.info.path, status.code);
+      await sendError(reply, status, NO_CALL, false, traceHeader);
     } finally {
       await requests?.return?.();
       if (!body.readableEnded && !body.destroyed) discardRest(body, reply.raw);

@@ -3,10 +3,10 @@ import { Metadata } from "@grpc/grpc-js";
 import { CallContext, runInContext } from "../call/context.js";
 import type { CallAbortController } from "../call/lazy-abort.js";
 import { RequestStream } from "../call/request-stream.js";
-import { asGrpcError } from "../call/status.js";
+import { asGrpcError, GrpcError } from "../call/status.js";
 import { type CallResult, streamsResponses } from "../call/types.js";
 import { binaryCodec } from "../codec/codec.js";
-import { GATEWAY_PATH_KEY, gatewayPathValue } from "../server/grpc-adapter.js";
+import { GATEWAY_PATH_KEY, gatewayPathValue, nextGatewayStream, reportGatewayStreamFailure } from "../server/grpc-adapter.js";
 import type { BoundMethod } from "../server/methods.js";
 import { GrpcWireClient, type WireClientOptions } from "./grpc-wire-client.js";
 
@@ -145,15 +145,18 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
       const trailer = new Metadata();
       let message: Uint8Array | undefined;
       let messages: AsyncIterator<Uint8Array> | undefined;
-      if (requests) messages = encoded(requests, method.info.desc.input);
-      else {
+      let stream: number | undefined;
+      if (requests) {
+        stream = nextGatewayStream();
+        messages = encoded(requests, method.info.desc.input, stream);
+      } else {
         try {
           message = binaryCodec(method.info.desc.input).encode(request);
         } catch (error) {
           return Promise.resolve({ header, trailer, result: { error } });
         }
       }
-      metadata.set(GATEWAY_PATH_KEY, gatewayPathValue(httpPath, deadline));
+      metadata.set(GATEWAY_PATH_KEY, gatewayPathValue(httpPath, deadline, stream));
       const call = { path: method.info.path, metadata, message, messages, deadline, signal: controller.signal, header, trailer, onHeader };
       const decode = decoderOf(method);
       if (!streamsResponses(method.info.kind)) {
@@ -169,12 +172,22 @@ export function grpcInvoker(target: string, options: WireClientOptions = {}): In
   };
 }
 
-/** The requests serialised one by one as they are read; `return()` reaches the source. */
-function encoded(requests: AsyncIterator<Message>, desc: DescMessage): AsyncIterator<Uint8Array> {
+/**
+ * The requests serialised one by one as they are read; `return()` reaches the source. A request that cannot be
+ * read (undecodable, too large) is reported to the server before the wire client cancels the call for it, so the
+ * server logs and counts the code the HTTP client gets (reportGatewayStreamFailure).
+ */
+function encoded(requests: AsyncIterator<Message>, desc: DescMessage, stream: number): AsyncIterator<Uint8Array> {
   const input = binaryCodec(desc);
   return {
     async next() {
-      const step = await requests.next();
+      let step: IteratorResult<Message>;
+      try {
+        step = await requests.next();
+      } catch (err) {
+        if (err instanceof GrpcError) reportGatewayStreamFailure(stream, err);
+        throw err;
+      }
       return step.done ? step : { done: false, value: input.encode(step.value) };
     },
     async return() {

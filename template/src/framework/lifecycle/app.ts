@@ -235,6 +235,7 @@ export class App {
       routes,
       invoker,
       observer: this.metrics?.gatewayObserver(routes),
+      onRejected: this.metrics?.onRejectedBeforeHandler,
       headers,
       marshalers: this.gateway,
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
@@ -246,6 +247,7 @@ export class App {
       readMaxBytes: config.GRPC_MAX_RECV_MSG_SIZE,
       writeMaxBytes: config.GRPC_MAX_SEND_MSG_SIZE,
       log: this.log,
+      onRejected: this.metrics?.onRejectedBeforeHandler,
     });
     preflight.push(protocolMethods, gatewayMethods);
     registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });

@@ -39,8 +39,30 @@ const GATEWAY_PATH_TOKEN = `${randomBytes(16).toString("base64url")}:`;
  * deadline, and a cancel the server saw before its later deadline would be logged and counted as
  * CANCELLED instead of DEADLINE_EXCEEDED. Same process, same clock.
  */
-export function gatewayPathValue(httpPath: string, deadline: number): string {
-  return `${GATEWAY_PATH_TOKEN}${deadline}:${httpPath}`;
+export function gatewayPathValue(httpPath: string, deadline: number, stream?: number): string {
+  return stream === undefined ? `${GATEWAY_PATH_TOKEN}${deadline}:${httpPath}` : `${GATEWAY_PATH_TOKEN}${deadline}#${stream}:${httpPath}`;
+}
+
+/**
+ * Why the gateway cancelled a call whose requests it streams from an HTTP body, by the number it sent in
+ * GATEWAY_PATH_KEY: a message it could not decode (INVALID_ARGUMENT, RESOURCE_EXHAUSTED…), which the HTTP client
+ * was answered. Over the gRPC hop only a cancel says so; the server takes the reason from here (same process),
+ * so the call is logged and counted with the client's code rather than CANCELLED. Set before the cancel is sent;
+ * kept 10 s at most.
+ */
+const gatewayStreamFailures = new Map<number, GrpcError>();
+let gatewayStreams = 0;
+
+/** A number for one gateway call that streams requests (see gatewayStreamFailures). */
+export function nextGatewayStream(): number {
+  gatewayStreams = (gatewayStreams + 1) % Number.MAX_SAFE_INTEGER;
+  return gatewayStreams;
+}
+
+/** The gateway is about to cancel stream `stream` because its requests failed with `err`. */
+export function reportGatewayStreamFailure(stream: number, err: GrpcError): void {
+  gatewayStreamFailures.set(stream, err);
+  setTimeout(() => gatewayStreamFailures.delete(stream), 10_000).unref();
 }
 
 /** Whether a GATEWAY_PATH_KEY value is this process's gateway's (a call its HTTP side already admitted). */
@@ -65,12 +87,22 @@ const CANCELLED = new Error("call cancelled");
  * and still gets its status. One per call, so no #private field (see CallContext).
  */
 class GrpcCancellation implements CancelSource {
-  readonly reason = CANCELLED;
   answered = false;
+  /** The gateway's number for a call whose requests it streams (gatewayPathValue), if it is one. */
+  gatewayStream: number | undefined;
   private readonly _call: GrpcCall;
 
   constructor(call: GrpcCall) {
     this._call = call;
+  }
+
+  get reason(): Error {
+    return this.gatewayFailure() ?? CANCELLED;
+  }
+
+  /** Why the gateway cancelled this call, when it did because its requests could not be decoded. */
+  gatewayFailure(): GrpcError | undefined {
+    return this.gatewayStream === undefined ? undefined : gatewayStreamFailures.get(this.gatewayStream);
   }
 
   get cancelled(): boolean {
@@ -105,7 +137,10 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
   const given = call.getDeadline();
   let deadline = given instanceof Date ? given.getTime() : given;
   const gateway = gatewayCallOf(call.metadata);
-  if (gateway !== undefined) deadline = Math.min(deadline, gateway.deadline);
+  if (gateway !== undefined) {
+    deadline = Math.min(deadline, gateway.deadline);
+    cancellation.gatewayStream = gateway.stream;
+  }
   const ctx = new CallContext({
     method: info,
     transport: "grpc",
@@ -123,16 +158,18 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
  * The HTTP path and deadline the gateway sent, if it did (gatewayPathValue); the header is removed either
  * way, so handlers never see it.
  */
-function gatewayCallOf(metadata: Metadata): { httpPath: string; deadline: number } | undefined {
+function gatewayCallOf(metadata: Metadata): { httpPath: string; deadline: number; stream: number | undefined } | undefined {
   const value = firstValue(metadata, GATEWAY_PATH_KEY);
   if (value === undefined) return undefined;
   metadata.remove(GATEWAY_PATH_KEY);
   if (typeof value !== "string" || !value.startsWith(GATEWAY_PATH_TOKEN)) return undefined;
   const colon = value.indexOf(":", GATEWAY_PATH_TOKEN.length);
   if (colon === -1) return undefined;
-  const deadline = Number(value.slice(GATEWAY_PATH_TOKEN.length, colon));
+  const hash = value.indexOf("#", GATEWAY_PATH_TOKEN.length);
+  const streamed = hash !== -1 && hash < colon;
+  const deadline = Number(value.slice(GATEWAY_PATH_TOKEN.length, streamed ? hash : colon));
   if (Number.isNaN(deadline)) return undefined;
-  return { httpPath: value.slice(colon + 1), deadline };
+  return { httpPath: value.slice(colon + 1), deadline, stream: streamed ? Number(value.slice(hash + 1, colon)) : undefined };
 }
 
 /**
@@ -148,7 +185,7 @@ function requestsOf(
   return new RequestStream(
     call.iterator({ destroyOnReturn: false }),
     () => endOfInput(call, ctx, cancellation),
-    (err) => refusal(call) ?? err,
+    (err) => refusal(call, cancellation) ?? err,
   );
 }
 
@@ -159,9 +196,9 @@ function requestsOf(
  * than CANCELLED. grpc-js keeps the HTTP/2 stream on its innermost call, which the handler's call
  * object holds (neither is in its types).
  */
-function refusal(call: GrpcCall): GrpcError | undefined {
+function refusal(call: GrpcCall, cancellation: GrpcCancellation): GrpcError | undefined {
   const sent = sentStatus((call as unknown as { call?: unknown }).call);
-  return sent && sent.code !== Code.OK ? new GrpcError(sent.code, sent.message) : undefined;
+  return sent && sent.code !== Code.OK ? new GrpcError(sent.code, sent.message) : cancellation.gatewayFailure();
 }
 
 /**
@@ -179,10 +216,10 @@ function refusal(call: GrpcCall): GrpcError | undefined {
  */
 function endOfInput(call: GrpcCall, ctx: CallContext, cancellation: GrpcCancellation): Promise<void> {
   if (Date.now() >= ctx.deadline) expire(ctx);
-  if (cancellation.cancelled) cancel(call, ctx);
+  if (cancellation.cancelled) cancel(call, ctx, cancellation);
   return afterRoundTrip(sessionOf(call)).then(() => {
     if (Date.now() >= ctx.deadline) expire(ctx);
-    if (cancellation.cancelled) cancel(call, ctx);
+    if (cancellation.cancelled) cancel(call, ctx, cancellation);
   });
 }
 
@@ -192,8 +229,8 @@ function sessionOf(call: GrpcCall): Http2Session | undefined {
 }
 
 /** The client cancelled (or the server force-stopped the call, or grpc-js refused a message) while the handler was reading. */
-function cancel(call: GrpcCall, ctx: CallContext): never {
-  const cancelled = refusal(call) ?? new GrpcError(Code.CANCELLED, "call cancelled");
+function cancel(call: GrpcCall, ctx: CallContext, cancellation: GrpcCancellation): never {
+  const cancelled = refusal(call, cancellation) ?? new GrpcError(Code.CANCELLED, "call cancelled");
   ctx.abort(cancelled);
   throw cancelled;
 }
