@@ -38,7 +38,7 @@ const allAuth = { jwt: true, apiKey: true, oidcIssuer: "https://issuer.example.c
 
 describe("OpenAPI 3.1 document", () => {
   for (const [name, service] of [
-    ["the example API", ExampleService],
+    ["the sample API (ExampleService)", ExampleService],
     ["a proto using every mapping", ContractService],
   ] as const) {
     test(`${name}: swagger-parser accepts it as 3.1, and its schemas compile as JSON Schema 2020-12`, async () => {
