@@ -39,6 +39,20 @@ async function callLine(server: TestServer, method: string, code: string): Promi
   }
 }
 
+/** The first line (`msg`, the response-time line by default) of a method's call that `pick` accepts, once written. */
+async function callLineAny(
+  server: TestServer,
+  method: string,
+  pick: (l: Record<string, unknown>) => boolean,
+  msg = "response time",
+): Promise<Record<string, unknown>> {
+  for (;;) {
+    const line = server.logs.find((l) => l.msg === msg && l.grpcMethod === `/fixture.v1.FixtureService/${method}` && pick(l));
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 for (const mode of ["tcp", "unix", "in-process"] as const) {
   describe(`decode failures count with the code the HTTP client got (gateway mode ${mode})`, () => {
     let server: TestServer;
@@ -93,6 +107,18 @@ describe("decode failures over gRPC-Web and Connect", () => {
     const web = await fetch(echo(), { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: frame });
     assert.equal(web.headers.get("grpc-status") ?? "", "");
     assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 2);
+  });
+
+  test("a Connect GET whose client disconnects is logged and counted Canceled, not Aborted", async () => {
+    const message = encodeURIComponent(JSON.stringify({ message: "slow", delayMs: 5000 }));
+    // With debug logs on for this call, its handler says "echo received" once it runs: then the client leaves.
+    const req = httpRequest(`${echo()}?connect=v1&encoding=json&message=${message}`, { headers: { "x-debug-log-level": "debug" } });
+    req.on("error", () => {});
+    req.end();
+    await callLineAny(server, "Echo", () => true, "echo received");
+    req.destroy();
+    const line = await callLineAny(server, "Echo", (l) => l.protocol === "connect");
+    assert.equal(line.grpcCode, "Canceled");
   });
 
   test("a Connect GET whose message cannot be decoded is 400 invalid_argument, not 500", async () => {

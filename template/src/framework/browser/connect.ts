@@ -22,7 +22,7 @@ import { grpcTimeoutWithinTimer, MAX_TIMER_MS } from "../call/deadline.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { RequestStream } from "../call/request-stream.js";
-import { GrpcError } from "../call/status.js";
+import { Code, GrpcError } from "../call/status.js";
 import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
@@ -63,7 +63,10 @@ class ProtocolCancellation implements CancelSource {
 
   get reason(): unknown {
     const r = this.#signal.reason;
-    return r instanceof ConnectError ? new GrpcError(r.code as number, r.rawMessage) : r;
+    if (!(r instanceof ConnectError)) return r;
+    // connect-node's word for a client that hung up (its request stream reset or destroyed): a cancel.
+    if (r.code === ConnectCode.Aborted) return new GrpcError(Code.CANCELLED, "the client went away");
+    return new GrpcError(r.code as number, r.rawMessage);
   }
 
   onCancel(listener: () => void): void {
