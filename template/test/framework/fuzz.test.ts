@@ -366,6 +366,78 @@ describe(`malformed HTTP requests (FUZZ_SEED=${SEED})`, () => {
     }
   });
 
+  test("JSON nested around the depth limit, brackets in strings and escapes: 101 levels or more is 400 code 3, never parsed", async () => {
+    const open = () => rnd.pick(["[", '{"k":']);
+    for (let i = 0; i < 40; i++) {
+      const depth = 95 + rnd.int(12); // the whole body's depth, the top object included
+      const opens = Array.from({ length: depth - 1 }, open);
+      const closes = opens.map((o) => (o === "[" ? "]" : "}")).reverse();
+      // Strings full of brackets and escaped quotes count for nothing.
+      const noise = `"${Array.from({ length: rnd.int(20) }, () => rnd.pick(["[", "{", '\\"', "\\\\", "]", "x"])).join("")}"`;
+      const body = `{"message":${noise},"x":${opens.join("")}1${closes.join("")}}`;
+      const path = rnd.pick(["/api/v1/echo", "/api/v1/countdown"]);
+      const r = await raw(postJson(path, body), { port });
+      if (depth > 100) {
+        assertJsonError(`${depth} levels to ${path}`, r, [400]);
+        assert.match(JSON.parse(r!.body.toString()).message, /nested deeper than 100 levels/, `${depth} levels`);
+      } else assert.ok(r && r.status !== 500 && !/nested deeper/.test(r.body.toString()), `${depth} levels to ${path}: ${r?.status}`);
+    }
+    // A streamed message too: NDJSON to a client-streaming route.
+    const deep = `{"value":1,"x":${"[".repeat(150)}${"]".repeat(150)}}\n`;
+    const r = await raw(request("POST", "/api/v1/sum", { "Content-Type": "application/x-ndjson" }, deep), { port });
+    assertJsonError("a streamed message 151 levels deep", r, [400]);
+  });
+
+  test("random content types on client-streaming and bidi routes: only JSON and NDJSON reach the handler", async () => {
+    const allowed = /^\s*application\/(?:json|x-ndjson)\s*(?:;|$)/i;
+    const types = [
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=b",
+      "",
+      "application/jsonx",
+      "APPLICATION/X-NDJSON",
+    ];
+    for (let i = 0; i < 40; i++) {
+      const type =
+        i < types.length
+          ? types[i]!
+          : rnd.pick([
+              `${rnd.alnum(1 + rnd.int(8))}/${rnd.alnum(1 + rnd.int(8))}`,
+              `application/json; ${rnd.alnum(4)}=${rnd.alnum(4)}`,
+              rnd.token(1 + rnd.int(20)),
+            ]);
+      const path = rnd.pick(["/api/v1/sum", "/api/v1/chat"]);
+      const headers: Record<string, string> = type === "" ? {} : { "Content-Type": type };
+      const r = await raw(request("POST", path, headers, path.endsWith("sum") ? '{"value":1}\n' : '{"text":"x"}\n'), { port });
+      assert.ok(r, `${path} ${JSON.stringify(type)}: no response`);
+      if (allowed.test(type)) assert.equal(r.status, 200, `${path} ${JSON.stringify(type)}: ${r.body.toString().slice(0, 200)}`);
+      else assertJsonError(`${path} ${JSON.stringify(type)}`, r, [400, 415]);
+    }
+  });
+
+  test("Upgrade headers: h2c, unknown tokens and WebSocket to paths without a stream are served as plain requests, probes included", async () => {
+    const upgrades = ["h2c", "websocket", "foo/1", "TLS/1.0", "h2", rnd.token(8)];
+    for (let i = 0; i < 30; i++) {
+      const upgrade = i < upgrades.length ? upgrades[i]! : rnd.pick([...upgrades, rnd.alnum(1 + rnd.int(10))]);
+      const [method, target, status] = rnd.pick([
+        ["GET", "/healthcheck", 200],
+        ["GET", "/readycheck", 200],
+        ["GET", "/api/v1/echo/hi", 200],
+        ["GET", "/nowhere", 404],
+      ] as const);
+      const headers: Record<string, string> = {
+        Connection: "Upgrade, HTTP2-Settings",
+        Upgrade: upgrade,
+        "HTTP2-Settings": "AAMAAABkAAQAoAAAAAIAAAAA",
+      };
+      if (upgrade === "websocket")
+        Object.assign(headers, { "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==" });
+      const r = await raw(request(method, target, headers), { port });
+      assert.equal(r?.status, status, `${method} ${target} with Upgrade: ${upgrade}`);
+    }
+  });
+
   test("bad Grpc-Timeout headers", async () => {
     const values = ["abc", "1x", "-1S", "999999999H", "", "1.5S", "S", "10", "1 S", "0x10S", "１S"];
     for (const value of values) {
