@@ -14,7 +14,6 @@ import { drained } from "../call/drained.js";
 import { type CancelSource, LazyAbortController } from "../call/lazy-abort.js";
 import { firstValue, isEmptyMetadata } from "../call/metadata-values.js";
 import { emptyRequestOf } from "../call/method.js";
-import { peerIdentity } from "../call/peer.js";
 import { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
@@ -23,6 +22,7 @@ import { toServiceError } from "../errors/wire.js";
 import { sentStatus } from "./grpc-rejections.js";
 import { afterRoundTrip } from "./half-close.js";
 import type { BoundMethod } from "./methods.js";
+import type { PeerDirectory } from "./peers.js";
 import { wireResponse } from "./response-size.js";
 
 /** Metadata the gateway adds so gRPC-side logs show the HTTP path the call came in on. */
@@ -124,16 +124,15 @@ function sendHeaderOf(call: GrpcCall): (header: Metadata) => void {
 }
 
 /** The verified client certificate's identity on the context and in its log fields (mTLS on: GRPC_TLS_CLIENT_CA_FILE). */
-function attachPeer(ctx: CallContext, call: GrpcCall): void {
-  // grpc-js gives the certificate only when the TLS handshake verified it against the client CA.
-  const cert = call.getAuthContext().sslPeerCertificate;
-  if (cert === undefined) return;
-  const peer = peerIdentity(cert);
+function attachPeer(ctx: CallContext, call: GrpcCall, peers: PeerDirectory): void {
+  // Read once per connection (PeerDirectory), found here by the connection's address: no certificate parsed per call.
+  const peer = peers.get(call.getPeer());
+  if (peer === undefined) return;
   ctx.peer = peer;
   ctx.fields.peer = peer.spiffeId ?? peer.subject;
 }
 
-function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation, peers: boolean): CallContext {
+function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancellation, peers: PeerDirectory | undefined): CallContext {
   const given = call.getDeadline();
   let deadline = given instanceof Date ? given.getTime() : given;
   const gateway = gatewayCallOf(call.metadata);
@@ -150,7 +149,7 @@ function contextFor(info: MethodInfo, call: GrpcCall, cancellation: GrpcCancella
     httpPath: gateway?.httpPath,
     sendHeader: sendHeaderOf(call),
   });
-  if (peers) attachPeer(ctx, call);
+  if (peers) attachPeer(ctx, call, peers);
   return ctx;
 }
 
@@ -291,7 +290,7 @@ async function writeStream(
  * grpc-js handlers for one bound method. They never throw and always answer: a rejected
  * promise would otherwise crash Node or leave the call hanging until its deadline.
  */
-export function grpcHandler(method: BoundMethod, peers = false) {
+export function grpcHandler(method: BoundMethod, peers?: PeerDirectory) {
   const { info, invoke } = method;
   switch (info.kind) {
     case "unary":

@@ -17,6 +17,7 @@ import { type OnRejectedBeforeHandler, rejectionsBeforeHandler } from "./grpc-re
 import { endWithUnavailable } from "./grpc-shutdown.js";
 import { enforceKeepalive, type KeepalivePolicy } from "./keepalive-policy.js";
 import type { BoundMethod } from "./methods.js";
+import { PeerDirectory } from "./peers.js";
 import { addReflection } from "./reflection.js";
 import { clampGrpcTimeout, joinRepeatedAuthorization } from "./request-headers.js";
 
@@ -65,7 +66,7 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     interceptors: onRejectedBeforeHandler ? [rejectionsBeforeHandler(methods, onRejectedBeforeHandler)] : [],
   });
   // With a client CA, each call's verified client certificate becomes ctx.peer.
-  const peers = config.GRPC_TLS_CLIENT_CA_FILE !== undefined;
+  const peers = config.GRPC_TLS_CLIENT_CA_FILE === undefined ? undefined : new PeerDirectory();
   for (const service of services) {
     const implementation: UntypedServiceImplementation = {};
     for (const m of methods) {
@@ -83,6 +84,7 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
       permitWithoutCalls: config.GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS,
     },
     overload,
+    peers,
     guard: new ConnectionGuard({
       maxConnections: config.GRPC_MAX_CONNECTIONS,
       firstMessageTimeoutMs: config.GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS * 1000,
@@ -130,13 +132,20 @@ function wrapHttp2Servers(
     keepalive,
     overload,
     guard,
-  }: { age: ConnectionAge; keepalive: KeepalivePolicy; overload: OverloadGuard | undefined; guard: ConnectionGuard },
+    peers,
+  }: {
+    age: ConnectionAge;
+    keepalive: KeepalivePolicy;
+    overload: OverloadGuard | undefined;
+    guard: ConnectionGuard;
+    peers: PeerDirectory | undefined;
+  },
 ): void {
   // The method is private in grpc-js's types.
   const internals: object = server;
   if (!canWrapHttp2Servers(internals)) {
     rootLogger().warn(
-      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers, clients' ping rate and overload on the gRPC port are not guarded, and connections have no maximum age; GRPC_MAX_CONNECTIONS and GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS do not apply",
+      "grpc-js internals changed: deadlines over 24.8 days, repeated authorization headers, clients' ping rate and overload on the gRPC port are not guarded, and connections have no maximum age; GRPC_MAX_CONNECTIONS and GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS do not apply, and calls get no client certificate identity (ctx.peer)",
     );
     return;
   }
@@ -152,6 +161,7 @@ function wrapHttp2Servers(
     guard.watch(http2Server);
     http2Server.on("session", (session: ServerHttp2Session) => {
       open.add(session);
+      peers?.track(session);
       limitAge(session, age);
       enforceKeepalive(session, keepalive);
       session.once("close", () => open.delete(session));
