@@ -31,7 +31,7 @@ export interface RenderResult {
 
 // Template-local state that must never reach a generated repo.
 const SKIP_DIRS = new Set(["node_modules", "dist", "coverage", ".tmp", ".git"]);
-const SKIP_PATHS = new Set(["src/gen", "test/gen"]);
+const SKIP_PATHS = new Set(["src/gen", "test/gen", "sdk"]);
 /** The benchmarks' builds at the top (dist-bench/, A/B builds such as dist-a/). */
 const BENCH_BUILD = /^dist-[^/]*$/;
 
