@@ -146,7 +146,7 @@ test("make help lists the documented targets", () => {
 
 // The generator renames every `example` token, so "for example" in a comment would come out as "for demo".
 const PROSE = /\b(?:for|an|the|this|that|as|see|like|one|another|simple|following)\s+example\b|\bexamples\b|\bexample\s+(?:of|shows|below|above|usage)\b/i;
-const SKIP = new Set(["node_modules", "dist", "coverage", ".tmp", "package-lock.json"]);
+const SKIP = new Set(["node_modules", "dist", "coverage", ".tmp", "package-lock.json", "sdk"]); // sdk/: make sdk's build output
 const VERBATIM = ["src/gen", "proto/google", "proto/grpc", "proto/buf"]; // generated or third-party, never renamed
 
 function templateTextFiles(rel = ""): string[] {

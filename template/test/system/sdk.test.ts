@@ -1,12 +1,13 @@
 /**
  * `make sdk`'s package, packed and installed into an empty folder as a consumer would (npm install of the tarball):
- * a Node script calls Echo, Countdown, Sum and Chat over gRPC and Echo over Connect with full types (type-checked
+ * the Node script of docs/consumers.md calls Echo, Countdown, Sum and Chat over gRPC and Echo over Connect, and reads
+ * a validation failure's google.rpc.BadRequest, with full types (type-checked
  * with the project's tsc, then run by Node), and a page bundled by esbuild from the installed package calls Echo
  * and Countdown from headless Chromium on another origin.
  */
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -22,33 +23,13 @@ import { launchChromium } from "./chromium.js";
 const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const run = promisify(execFile);
 
-const NODE_CLIENT = `import { createClient, createConnectTransport, createGrpcTransport, ExampleService, type EchoResponse } from "example-client/node";
-import { BadRequestSchema } from "example-client/gen/google/rpc/error_details_pb.js";
-import type { paths } from "example-client/openapi";
-
-const [grpcUrl, httpUrl] = process.argv.slice(2) as [string, string];
-const grpc = createClient(ExampleService, createGrpcTransport({ baseUrl: grpcUrl }));
-const connect = createClient(ExampleService, createConnectTransport({ baseUrl: httpUrl, httpVersion: "1.1" }));
-
-const echo: EchoResponse = await grpc.echo({ message: "from the sdk" });
-const remaining: number[] = [];
-for await (const r of grpc.countdown({ from: 3 })) remaining.push(r.remaining);
-async function* values() {
-  yield { value: 2n };
-  yield { value: 40n };
-}
-const sum = await grpc.sum(values());
-const total: bigint = sum.sum;
-async function* lines() {
-  yield { text: "a" };
-  yield { text: "b" };
-}
-const chat: string[] = [];
-for await (const r of grpc.chat(lines())) chat.push(r.seq + ":" + r.text);
-const viaConnect = await connect.echo({ message: "over connect" });
-const restBody: paths["/api/v1/echo"]["post"]["requestBody"]["content"]["application/json"] = { message: "typed REST body" };
-console.log(JSON.stringify({ echo: echo.message, remaining, sum: total.toString(), count: sum.count, chat, connect: viaConnect.message, rest: restBody.message, badRequest: BadRequestSchema.typeName }));
-`;
+/** The Node script of docs/consumers.md, as the page shows it: the block that starts with `// consumer-client.ts`. */
+const NODE_CLIENT = (() => {
+  const page = readFileSync(join(TEMPLATE, "docs", "consumers.md"), "utf8");
+  const block = /^```ts\n(\/\/ consumer-client\.ts\n[\s\S]*?)^```$/m.exec(page);
+  assert.ok(block, "docs/consumers.md shows the consumer's Node script");
+  return block[1]!;
+})();
 
 const PAGE = `import { createClient, createConnectTransport, ExampleService } from "example-client/web";
 
@@ -128,7 +109,7 @@ describe("the packed SDK in an empty folder", () => {
       chat: ["1:a", "2:b"],
       connect: "over connect",
       rest: "typed REST body",
-      badRequest: "google.rpc.BadRequest",
+      refused: ["message"],
     });
 
     // The types are the service's: a field it does not have fails the check.
