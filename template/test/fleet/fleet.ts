@@ -74,8 +74,14 @@ function printTallies(phase: string, tallies: Tallies): void {
   }
 }
 
+/**
+ * Part 1's replicas send their connections GOAWAY every few seconds, so HAProxy's connections to them (and each
+ * replica's gateway connection to its own gRPC port) are renewed throughout the run, not only by the restarts.
+ */
+const PART1 = { ...DRAIN, GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "4", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "10" };
+
 async function behindHaproxy(ports: Ports, front: { grpc: number; http: number }): Promise<void> {
-  log("Part 1: 3 replicas behind HAProxy, mixed load; rolling restart; scale-out to 4");
+  log("Part 1: 3 replicas behind HAProxy (max connection age 4 s), mixed load; rolling restart; scale-out to 4");
   const env: HaproxyEnv = {
     FLEET_LISTEN: "127.0.0.1",
     FLEET_GRPC_PORT: String(front.grpc),
@@ -88,7 +94,7 @@ async function behindHaproxy(ports: Ports, front: { grpc: number; http: number }
     REPLICA_GRPC_PORT: String(ports.grpc),
     REPLICA_HTTP_PORT: String(ports.http),
   };
-  for (let i = 0; i < 3; i++) started[i] = await startReplica(NAMES[i]!, HOSTS[i]!, ports, DRAIN);
+  for (let i = 0; i < 3; i++) started[i] = await startReplica(NAMES[i]!, HOSTS[i]!, ports, PART1);
   const haproxy = await startHaproxy(env);
   children.push(haproxy.child);
   try {
@@ -114,13 +120,13 @@ async function behindHaproxy(ports: Ports, front: { grpc: number; http: number }
       const before = await handledCalls(old.host, ports.http);
       const code = await stopReplica(old);
       check(code === 0, `${old.name} exited ${code} on SIGTERM:\n${old.output()}`);
-      started[i] = await startReplica(old.name, old.host, ports, DRAIN);
+      started[i] = await startReplica(old.name, old.host, ports, PART1);
       await waitServer(env.FLEET_STATS_SOCKET, old.name, "UP");
       served[old.name] = { before, after: 0 };
     }
     phases.push([`rolling restart of r1, r2, r3 (${since()})`, load.nextPhase()]);
 
-    started[3] = await startReplica("r4", HOSTS[3], ports, DRAIN);
+    started[3] = await startReplica("r4", HOSTS[3], ports, PART1);
     await waitServer(env.FLEET_STATS_SOCKET, "r4", "UP");
     await pause(SCALED_MS);
     phases.push([`scale-out to 4 replicas (${since()})`, load.nextPhase()]);

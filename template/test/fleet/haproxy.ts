@@ -41,6 +41,11 @@ export async function startHaproxy(env: HaproxyEnv): Promise<Haproxy> {
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
   const exited = once(child, "exit");
+  const failedToStart = once(child, "error").then(([err]) => {
+    throw new Error(`cannot run haproxy (${(err as Error).message}): install it (Debian: apt-get install haproxy)`);
+  });
+  failedToStart.catch(() => {});
+  await Promise.race([failedToStart, new Promise((r) => setTimeout(r, 100))]);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`haproxy exited ${child.exitCode}:\n${text}`);
