@@ -69,6 +69,7 @@ const groups: [heading: string, names: Name[]][] = [
       "HTTP_HEADERS_TIMEOUT_SECONDS",
       "HTTP_REQUEST_TIMEOUT_SECONDS",
       "HTTP_STREAM_IDLE_TIMEOUT_SECONDS",
+      "HTTP_MAX_CONNECTIONS",
       "HTTP_KEEP_ALIVE_TIMEOUT_SECONDS",
     ],
   ],

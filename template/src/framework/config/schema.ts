@@ -151,6 +151,11 @@ export const settings = {
     60,
     "A client-streaming or bidi call over HTTP (NDJSON) whose connection carries nothing either way for this long ends with DEADLINE_EXCEEDED (0 = off)",
   ),
+  HTTP_MAX_CONNECTIONS: setting(
+    p.integer(0, 1_000_000),
+    10_000,
+    "Open connections the HTTP port accepts, more are closed at once (0 = no cap); an idle one holds ~15 KB",
+  ),
   HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: setting(
     p.number(0.01),
     72,

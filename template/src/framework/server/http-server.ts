@@ -155,6 +155,8 @@ export interface HttpTimeouts {
   requestMs: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveMs: number;
+  /** Connections open at once (HTTP_MAX_CONNECTIONS): Node closes more at once; 0 for no cap. */
+  maxConnections: number;
 }
 
 export function httpTimeouts(config: Config): HttpTimeouts {
@@ -162,6 +164,7 @@ export function httpTimeouts(config: Config): HttpTimeouts {
     headersMs: config.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
     requestMs: config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000,
     keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS * 1000,
+    maxConnections: config.HTTP_MAX_CONNECTIONS,
   };
 }
 
@@ -227,6 +230,8 @@ function createLimitedServer(
   // Node answers an Expect other than 100-continue with a bare 417 unless someone listens; ours has the JSON body.
   server.on("checkExpectation", refuseExpectation);
   server.keepAliveTimeout = timeouts.keepAliveMs;
+  // Idle connections end at the header and keep-alive timeouts; the cap bounds how many a client can hold till then.
+  if (timeouts.maxConnections > 0) server.maxConnections = timeouts.maxConnections;
   server.setTimeout(HTTP_LIMITS.connectionTimeoutMs);
   return server;
 }
