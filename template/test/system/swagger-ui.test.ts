@@ -44,6 +44,9 @@ describe("Swagger UI in headless Chromium", () => {
         "/api/v1/fail",
         "/api/v1/sum",
       ]);
+      // It shows the OpenAPI 3.1 document (the 2.0 one is the other choice of the top bar).
+      assert.equal((await page.locator(".info .version-stamp").first().textContent())?.trim(), "OAS 3.1");
+      assert.deepEqual(await page.locator(".download-url-wrapper select option").allTextContents(), ["OpenAPI 3.1", "OpenAPI 2.0"]);
 
       // Try it out: GET /api/v1/echo/{message} through the UI, answered by the gateway.
       const get = page.locator("#operations-FixtureService-FixtureService_Echo2");
