@@ -1,11 +1,11 @@
 /**
- * deploy/ read by a real tool: promtool parses every PromQL query of the Grafana dashboard.
+ * deploy/ read by real tools: promtool parses every PromQL query of the Grafana dashboard; haproxy checks its configuration.
  * (kubectl is not in Debian at a version that builds this kustomization, so the manifests are
  * built and validated against the Kubernetes schemas in test/deploy-k8s.test.ts instead.)
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -33,4 +33,29 @@ test("promtool parses every query of the Grafana dashboard", () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("haproxy accepts deploy/haproxy/haproxy.cfg, and its checks, backends and retries are the documented ones", () => {
+  const env = {
+    PATH: process.env.PATH ?? "",
+    FLEET_LISTEN: "127.0.0.1",
+    FLEET_GRPC_PORT: "8443",
+    FLEET_HTTP_PORT: "8080",
+    FLEET_STATS_SOCKET: join(tmpdir(), "haproxy-check.sock"),
+    REPLICA_1: "10.0.0.11",
+    REPLICA_2: "10.0.0.12",
+    REPLICA_3: "10.0.0.13",
+    REPLICA_4: "10.0.0.14",
+    REPLICA_GRPC_PORT: "9090",
+    REPLICA_HTTP_PORT: "9091",
+  };
+  const r = spawnSync("haproxy", ["-c", "-f", "deploy/haproxy/haproxy.cfg"], { encoding: "utf8", env });
+  if (r.error) assert.fail(`haproxy is missing: the system tests need Debian's haproxy (${r.error.message})`);
+  assert.equal(r.status, 0, `haproxy -c:\n${r.stdout}${r.stderr}`);
+  assert.match(r.stdout + r.stderr, /Configuration file is valid/);
+  // What docs/deployment.md and make fleet rely on: readiness checks, gRPC over HTTP/2 to every replica.
+  const cfg = readFileSync("deploy/haproxy/haproxy.cfg", "utf8");
+  assert.match(cfg, /option httpchk GET \/readycheck/);
+  assert.equal(cfg.match(/^\s+server r\d .* proto h2 check port "\$\{REPLICA_HTTP_PORT\}"/gm)?.length, 4);
+  assert.match(cfg, /retry-on conn-failure empty-response 503/);
 });
