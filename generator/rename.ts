@@ -12,6 +12,8 @@ const PASCAL = /(?<![A-Za-z0-9])(?<![Ee]nv[._-])Example(?![a-z0-9])/g; // `Examp
 const UPPER = /(?<![A-Za-z0-9])(?<!ENV_)EXAMPLE(?![A-Za-z0-9])/g; // `EXAMPLE_FOO`
 // APP_NAME defaults to the package name, so a template value of `example` means the full name, not the stem.
 const APP_NAME = /(APP_NAME\s*[=:]\s*["']?)example(?![A-Za-z0-9])/g;
+// make sdk's package is `<package name>-client`: its docs and tests name `example-client`, the full name too.
+const SDK_NAME = /(?<![A-Za-z0-9-])example(?=-client(?![A-Za-z0-9]))/g;
 // In deploy/, `example.v1` is the proto package inside metric labels (grpc_service="example.v1.ExampleService").
 const PROTO_PACKAGE = /(?<![A-Za-z0-9])example(?=\.v[0-9])/g;
 
@@ -21,6 +23,7 @@ export const VERBATIM_DIRS = ["proto/google/", "proto/grpc/", "proto/buf/", "pro
 export function renameTokens(text: string, n: Names): string {
   return text
     .replace(APP_NAME, `$1${n.name}`)
+    .replace(SDK_NAME, n.name)
     .replace(LOWER, n.stem)
     .replace(PASCAL, n.pascal)
     .replace(UPPER, n.upper);

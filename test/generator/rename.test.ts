@@ -52,6 +52,13 @@ describe("content renaming", () => {
     assert.equal(renameTokens("APP_NAME=example\n", demo), "APP_NAME=demo-svc\n");
   });
 
+  it("gives make sdk's package the full package name: example-client", () => {
+    assert.equal(
+      renameTokens('import { ExampleService } from "example-client/node"; // sdk/example-client-0.1.0.tgz', demo),
+      'import { DemoService } from "demo-svc-client/node"; // sdk/demo-svc-client-0.1.0.tgz',
+    );
+  });
+
   it("uses the full name for Kubernetes and Grafana names under deploy/, the stem for the proto package", () => {
     const yaml = 'name: example\nimage: example:latest\nexpr: grpc_service="example.v1.ExampleService"\n';
     assert.equal(
