@@ -22,6 +22,7 @@ import { buildInfo, readPackageJson } from "../health/build-info.js";
 import { Readiness } from "../health/readiness.js";
 import { registerHealthRoutes } from "../health/routes.js";
 import { grpcMetrics } from "../interceptors/metrics.js";
+import { HttpStreams } from "../interceptors/shutdown-streams.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { OverloadGuard } from "../overload/guard.js";
@@ -42,6 +43,8 @@ import { serviceUrls } from "./urls.js";
 
 /** How long after ready the after-ready tasks wait: the first readiness probe and calls go first. */
 const AFTER_READY_DELAY_MS = 100;
+/** How long the HTTP streams ended at the shutdown budget have to write their status (as the gRPC port's FLUSH_MS). */
+const STREAM_FLUSH_MS = 250;
 
 export interface AppOptions {
   services: ServiceImpl[];
@@ -75,6 +78,7 @@ export class App {
   /** Overload protection of both ports: calls in flight, the event loop's last sample, whether calls are refused. */
   readonly overload: OverloadGuard;
   readonly #chain: Chain;
+  readonly #httpStreams = new HttpStreams();
   readonly #reporter: ErrorReporter;
   #tracing: Tracing | undefined;
   readonly #services: ServiceImpl[];
@@ -122,6 +126,7 @@ export class App {
         metrics: this.metrics,
         afterReady: this.#queueAfterReady,
         keys: this.#keys,
+        httpStreams: this.#httpStreams,
       }),
       { around: this.metrics && grpcMetrics(this.metrics, { exemplars: tracingEnabled() }) },
     );
@@ -454,7 +459,15 @@ export class App {
       // A keep-alive connection busy when closing began turns idle later; close those as they come.
       const server = this.#http.server;
       const idle = setInterval(() => server.closeIdleConnections(), 50);
-      await Promise.race([this.#http.close(), abortion(budget)]).finally(() => clearInterval(idle));
+      const closing = this.#http.close();
+      await Promise.race([closing, abortion(budget)]);
+      if (budget.aborted && this.#httpStreams.size > 0) {
+        // The budget ran out: the streams still open end with UNAVAILABLE, each in its protocol's form, and
+        // get a moment to reach their clients before the process stops.
+        this.#httpStreams.endAll();
+        await Promise.race([closing, sleep(STREAM_FLUSH_MS)]);
+      }
+      clearInterval(idle);
     }
     this.#invoker?.close();
     this.#keys?.stop();

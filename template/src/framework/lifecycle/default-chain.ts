@@ -8,6 +8,7 @@ import { errorNotification } from "../interceptors/error-notification.js";
 import { rateLimit } from "../interceptors/rate-limit.js";
 import { recovery } from "../interceptors/recovery.js";
 import { responseTimeLog } from "../interceptors/response-time.js";
+import type { HttpStreams } from "../interceptors/shutdown-streams.js";
 import { defaultTimeout } from "../interceptors/timeout.js";
 import { traceId } from "../interceptors/trace-id.js";
 import { tracing } from "../interceptors/tracing.js";
@@ -28,6 +29,8 @@ export interface ChainDeps {
   afterReady?: (task: () => void) => void;
   /** The identity provider's key set (JWT_JWKS_URL or JWT_OIDC_ISSUER), when one is configured. */
   keys?: RemoteKeySet;
+  /** The HTTP port's streams running in this process, which shutdown ends with UNAVAILABLE when its budget runs out. */
+  httpStreams?: HttpStreams;
 }
 
 /**
@@ -44,6 +47,7 @@ export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInter
     deps.tracing && { name: "tracing", interceptor: tracing() },
     auth && { name: "auth", interceptor: auth },
     { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },
+    deps.httpStreams && { name: "shutdownStreams", interceptor: deps.httpStreams.interceptor },
     { name: "rateLimit", interceptor: rateLimit(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST, deps.metrics?.onRateLimited) },
     { name: "responseTimeLog", interceptor: responseTimeLog(config.RESPONSE_TIME_LOG_ERROR_ONLY) },
     { name: "traceId", interceptor: traceId(config.TRACE_HEADER_NAME) },
