@@ -142,7 +142,7 @@ test("make observe without Docker Compose says in one line what to install, and 
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
     });
     assert.notEqual(r.status, 0);
-    const lines = r.stderr.split("\n").filter((l) => l !== "" && !l.startsWith("make: ***"));
+    const lines = r.stderr.split("\n").filter((l) => l !== "" && !/^make(\[\d+\])?: \*\*\*/.test(l));
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0] as string, /^make observe needs Docker Compose .*docker-compose-plugin/);
     assert.doesNotMatch(r.stderr + r.stdout, /unknown shorthand flag/);
