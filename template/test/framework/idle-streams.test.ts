@@ -123,16 +123,7 @@ test("GRPC_MAX_CONNECTIONS: a connection beyond the cap is closed at once, and o
   t.after(() => {
     for (const s of open) s.destroy();
   });
-  const connectOne = async (): Promise<"accepted" | "closed"> => {
-    const session = http2Connect(`http://127.0.0.1:${grpcPort}`);
-    session.on("error", () => {});
-    open.push(session);
-    // A refused connection may end with ECONNRESET, which rejects the waits.
-    return Promise.race([once(session, "remoteSettings").then(() => "accepted" as const), once(session, "close")]).then(
-      (outcome) => (outcome === "accepted" ? outcome : "closed"),
-      () => "closed",
-    );
-  };
+  const connectOne = () => connectOnce(grpcPort, open);
   assert.deepEqual([await connectOne(), await connectOne(), await connectOne()], ["accepted", "accepted", "accepted"]);
   assert.equal(await connectOne(), "closed");
   await service.waitForLog("the refusal's warning", (l) => /GRPC_MAX_CONNECTIONS/.test(String(l.msg)));
@@ -144,3 +135,29 @@ test("GRPC_MAX_CONNECTIONS: a connection beyond the cap is closed at once, and o
   for (let attempt = 0; attempt < 50 && outcome === "closed"; attempt++) outcome = await connectOne();
   assert.equal(outcome, "accepted");
 });
+
+test("by default the gRPC port accepts 200 connections (a fleet of 200 client pods, each connected to every replica) and closes the 201st", {
+  timeout: 60_000,
+}, async (t) => {
+  const { grpcPort } = await start({});
+  const open: ClientHttp2Session[] = [];
+  t.after(() => {
+    for (const s of open) s.destroy();
+  });
+  const connectOne = () => connectOnce(grpcPort, open);
+  const fleet = await Promise.all(Array.from({ length: 200 }, connectOne));
+  assert.equal(fleet.filter((o) => o === "accepted").length, 200);
+  assert.equal(await connectOne(), "closed");
+});
+
+/** One HTTP/2 connection (kept in `open`): "accepted" once the server's SETTINGS arrive, "closed" if it is closed first. */
+function connectOnce(port: number, open: ClientHttp2Session[]): Promise<"accepted" | "closed"> {
+  const session = http2Connect(`http://127.0.0.1:${port}`);
+  session.on("error", () => {});
+  open.push(session);
+  // A refused connection may end with ECONNRESET, which rejects the waits.
+  return Promise.race([once(session, "remoteSettings").then(() => "accepted" as const), once(session, "close")]).then(
+    (outcome) => (outcome === "accepted" ? outcome : "closed"),
+    () => "closed",
+  );
+}
