@@ -1,6 +1,6 @@
 /**
- * Shutdown ends every HTTP stream with a status (SPEC 4.12): a server stream whose handler ignores its signal is
- * still open when SHUTDOWN_DURATION_IN_SECONDS runs out; it then ends with UNAVAILABLE in its protocol's own
+ * Shutdown ends every HTTP stream with a status (SPEC 4.12): a server stream whose handler ignores its signal (or a
+ * bidi stream whose client never half-closes) is still open when SHUTDOWN_DURATION_IN_SECONDS runs out; it then ends with UNAVAILABLE in its protocol's own
  * form, so the client knows to retry elsewhere, instead of being cut with none: Connect's end-stream message,
  * gRPC-Web trailers, an NDJSON error line, an SSE `event: error` (the gateway in each mode). Real clients
  * (connect-node, node:http) against a real app. WebSockets: websocket-shutdown.test.ts; gRPC: drain-in-flight.
@@ -26,6 +26,13 @@ const service = defineService(FixtureService, {
       yield { remaining: request.from };
       started();
       await new Promise(() => {});
+    },
+    // Echoes each message until the client half-closes, which it does not.
+    async *chat(requests) {
+      for await (const request of requests) {
+        yield { text: request.text };
+        started();
+      }
     },
   },
 });
@@ -56,6 +63,71 @@ for (const [name, transport] of [
     assert.ok(outcome instanceof ConnectError, String(outcome));
     assert.equal(outcome.code, ConnectCode.Unavailable, outcome.message);
     assert.match(outcome.rawMessage, /shutting down/);
+  });
+}
+
+test("a Connect bidi stream (HTTP/2) open at the shutdown budget ends with UNAVAILABLE", async () => {
+  const server = await startTestServer([service], settings());
+  const client = createClient(FixtureService, createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "2" }));
+  const giveUp = new AbortController();
+  const first = new Promise<void>((resolve) => (started = resolve));
+  async function* requests() {
+    yield { text: "hi" };
+    await new Promise((resolve) => giveUp.signal.addEventListener("abort", resolve)); // never half-closes
+  }
+  const received: string[] = [];
+  const reading = (async () => {
+    for await (const message of client.chat(requests(), { signal: giveUp.signal })) received.push(message.text);
+  })().then(
+    () => "ended without an error",
+    (err: unknown) => ConnectError.from(err),
+  );
+  await first;
+  await server.close();
+  const timer = setTimeout(() => giveUp.abort(), GIVE_UP_MS);
+  const outcome = await reading;
+  clearTimeout(timer);
+  giveUp.abort();
+  assert.deepEqual(received, ["hi"]);
+  assert.ok(outcome instanceof ConnectError, String(outcome));
+  assert.equal(outcome.code, ConnectCode.Unavailable, outcome.message);
+});
+
+for (const mode of ["tcp", "in-process"]) {
+  test(`an NDJSON bidi stream (gateway mode ${mode}) open at the shutdown budget ends with an UNAVAILABLE line`, async () => {
+    const server = await startTestServer([service], settings(mode));
+    const first = new Promise<void>((resolve) => (started = resolve));
+    let body = "";
+    let giveUp = () => {};
+    const done = new Promise<string>((resolve) => {
+      const req = request(
+        `${server.httpUrl}/api/v1/chat`,
+        { method: "POST", headers: { "content-type": "application/x-ndjson" } },
+        (res) => {
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (body += chunk));
+          res.on("end", () => resolve(body));
+          res.on("error", () => resolve(`${body}[cut]`));
+        },
+      );
+      req.on("error", () => resolve(`${body}[cut]`));
+      giveUp = () => {
+        resolve(`${body}[no end]`);
+        req.destroy();
+      };
+      req.write('{"text":"hi"}\n'); // and no end: the client never half-closes
+    });
+    await first;
+    await server.close();
+    const timer = setTimeout(giveUp, GIVE_UP_MS);
+    const text = await done;
+    clearTimeout(timer);
+    const lines = text.trim().split("\n");
+    assert.equal(lines.length, 2, text);
+    assert.equal((JSON.parse(lines[0]!) as { result: { text: string } }).result.text, "hi");
+    const { error } = JSON.parse(lines[1]!) as { error: { code: number; message: string } };
+    assert.equal(error.code, Code.UNAVAILABLE);
+    assert.match(error.message, /shutting down/);
   });
 }
 
