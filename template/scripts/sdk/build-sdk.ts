@@ -4,6 +4,8 @@
 // openapi-typescript). Then `npm pack` in sdk/ makes the tarball to publish or install.
 //
 // Run: node --import tsx scripts/sdk/build-sdk.ts   (make sdk)
+// SDK_PROTO_DIR (default proto) points it at another folder of protos, e.g. test/proto/fixture for the framework's
+// own SDK test, and SDK_NAME (default <name>-client) names the package; the vendored protos still come from proto/.
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -21,12 +23,25 @@ const SDK = join(ROOT, "sdk");
 const NOT_THE_API = /^(google|grpc|buf|grpcsvc)\//;
 const run = promisify(execFile);
 
-function userProtos(dir = join(ROOT, "proto"), rel = ""): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const child = rel ? `${rel}/${e.name}` : e.name;
-    if (e.isDirectory()) return NOT_THE_API.test(`${child}/`) ? [] : userProtos(join(dir, e.name), child);
-    return e.name.endsWith(".proto") ? [child] : [];
-  });
+/** The API's generated files (the vendored protos' aside), as sdk/src-relative module paths. */
+function apiModules(gen = join(SDK, "src", "gen")): string[] {
+  return readdirSync(gen, { recursive: true, encoding: "utf8" })
+    .map((f) => f.replaceAll("\\", "/"))
+    .filter((f) => f.endsWith("_pb.ts") && !NOT_THE_API.test(f))
+    .sort()
+    .map((f) => `./gen/${f.replace(/\.ts$/, ".js")}`);
+}
+
+/** buf's inputs: all of proto/, or proto/'s vendored protos and the other folder, as a path of its buf.yaml module. */
+function protoInputs(dir: string): object[] {
+  if (dir === "proto") return [{ directory: "proto" }];
+  const modules = [...readFileSync(join(ROOT, "buf.yaml"), "utf8").matchAll(/^\s*-\s*path:\s*(\S+)\s*$/gm)].map((m) => m[1]!);
+  const module = modules.filter((m) => dir === m || dir.startsWith(`${m}/`)).sort((a, b) => b.length - a.length)[0];
+  if (module === undefined) throw new Error(`SDK_PROTO_DIR=${dir} is in none of buf.yaml's modules (${modules.join(", ")})`);
+  const vendored = readdirSync(join(ROOT, "proto"))
+    .filter((d) => NOT_THE_API.test(`${d}/`))
+    .map((d) => `proto/${d}`);
+  return [{ directory: "proto", paths: vendored }, module === dir ? { directory: dir } : { directory: module, paths: [dir] }];
 }
 
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
@@ -37,22 +52,30 @@ const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
 };
 const version = (name: string) => pkg.dependencies[name] ?? pkg.devDependencies[name]!;
 
-export async function buildSdk(): Promise<string> {
+export interface SdkOptions {
+  /** The folder of the API's protos, relative to the project (default SDK_PROTO_DIR, else proto). */
+  protoDir?: string;
+  /** The package's name (default SDK_NAME, else <name>-client). */
+  name?: string;
+}
+
+export async function buildSdk(options: SdkOptions = {}): Promise<string> {
+  const protoDir = (options.protoDir ?? (process.env.SDK_PROTO_DIR || "proto")).replace(/\/+$/, "");
+  const name = options.name ?? (process.env.SDK_NAME || `${pkg.name}-client`);
   rmSync(SDK, { recursive: true, force: true });
   mkdirSync(join(SDK, "src"), { recursive: true });
 
-  // Every proto of proto/, buf/validate and google/rpc included: the SDK needs nothing but its npm dependencies
+  // Every proto of proto/ (or SDK_PROTO_DIR's with proto/'s vendored ones), buf/validate and google/rpc included: the SDK needs nothing but its npm dependencies
   // (google/rpc/error_details_pb.js holds BadRequestSchema and the other standard error details).
   const template = {
     version: "v2",
     clean: true,
-    inputs: [{ directory: "proto" }],
+    inputs: protoInputs(protoDir),
     plugins: [{ local: "protoc-gen-es", out: "sdk/src/gen", opt: ["target=ts", "import_extension=js"] }],
   };
   await run("npx", ["--no-install", "buf", "generate", "--template", JSON.stringify(template)], { cwd: ROOT });
 
-  const protos = userProtos().sort();
-  const modules = protos.map((p) => `./gen/${p.replace(/\.proto$/, "_pb.js")}`);
+  const modules = apiModules();
   const services: DescService[] = [];
   for (const m of modules) {
     const mod = (await import(pathToFileURL(join(SDK, "src", m.replace(/\.js$/, ".ts"))).href)) as Record<string, unknown>;
@@ -109,7 +132,7 @@ export async function buildSdk(): Promise<string> {
 
   const entry = (name: string) => ({ types: `./dist/${name}.d.ts`, default: `./dist/${name}.js` });
   const sdkPackage = {
-    name: `${pkg.name}-client`,
+    name,
     version: pkg.version,
     description: `Typed clients of the ${pkg.name} service: messages, Connect clients for browsers and Node, OpenAPI types`,
     type: "module",

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document round-trips through openapi-typescript: the types it writes from the running
- * service's /openapi/example.openapi.json type-check (with the project's tsc) against a small fetch client,
+ * fixture service's /openapi/fixture.openapi.json (a copy of the sample API) type-check (with the project's tsc) against a small fetch client,
  * which then calls the service (Echo, Countdown as NDJSON, Sum with an NDJSON body, a google.rpc.Status error);
  * a client using a field wrongly does not type-check. The oneofs of a proto using every mapping become unions
  * that accept one member and refuse two.
@@ -18,7 +18,7 @@ import { methodInfo } from "../../src/framework/call/method.js";
 import { buildOpenApi31 } from "../../src/framework/docs/openapi31.js";
 import { compileRoutes } from "../../src/framework/gateway/routes.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
 import { ContractService } from "../gen/openapitest/v1/contract_pb.js";
 
 const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -97,7 +97,7 @@ describe("openapi-typescript round trip", () => {
   let server: TestServer;
   let dir: string;
   before(async () => {
-    server = await startTestServer([exampleService]);
+    server = await startTestServer([fixtureService]);
     dir = mkdtempSync(join(tmpdir(), "openapi-ts-"));
     writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(TSCONFIG));
   });
@@ -107,7 +107,7 @@ describe("openapi-typescript round trip", () => {
   });
 
   test("the running service's document gives types a fetch client type-checks against and calls it with", async () => {
-    await writeOpenApiTypes(`${server.httpUrl}/openapi/example.openapi.json`, join(dir, "api.ts"));
+    await writeOpenApiTypes(`${server.httpUrl}/openapi/fixture.openapi.json`, join(dir, "api.ts"));
     writeFileSync(join(dir, "client.ts"), CLIENT);
     const checked = tsc(dir);
     assert.ok(checked.ok, checked.output);

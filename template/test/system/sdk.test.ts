@@ -1,5 +1,6 @@
 /**
- * `make sdk`'s package, packed and installed into an empty folder as a consumer would (npm install of the tarball):
+ * `make sdk`'s package, built from the fixture service's protos (test/proto/fixture), packed and installed into an
+ * empty folder as a consumer would (npm install of the tarball):
  * the Node script of docs/consumers.md calls Echo, Countdown, Sum and Chat over gRPC and Echo over Connect, and reads
  * a validation failure's google.rpc.BadRequest, with full types (type-checked
  * with the project's tsc, then run by Node), and a page bundled by esbuild from the installed package calls Echo
@@ -17,29 +18,41 @@ import { promisify } from "node:util";
 import { build } from "esbuild";
 import { buildSdk } from "../../scripts/sdk/build-sdk.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { exampleService } from "../../src/service/example-service.js";
+import { fixtureService } from "../framework/fixtures/fixture-service.js";
 import { launchChromium } from "./chromium.js";
 
 const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const run = promisify(execFile);
+/** The fixture service's SDK: `make sdk` with SDK_PROTO_DIR=test/proto/fixture SDK_NAME=fixture-client. */
+const SDK_PROTO_DIR = "test/proto/fixture";
+const SDK_NAME = "fixture-client";
 
-/** The Node script of docs/consumers.md, as the page shows it: the block that starts with `// consumer-client.ts`. */
+/**
+ * The Node script of docs/consumers.md: the block that starts with `// consumer-client.ts`, written for the sample
+ * API's SDK (example-client, ExampleService). The framework's test builds the SDK of the fixture service instead
+ * (a copy of the sample API: same methods and messages, never changed by a team), so the script is run with those
+ * two names swapped; the rest of it is exactly as the page shows it.
+ */
 const NODE_CLIENT = (() => {
   const page = readFileSync(join(TEMPLATE, "docs", "consumers.md"), "utf8");
   const block = /^```ts\n(\/\/ consumer-client\.ts\n[\s\S]*?)^```$/m.exec(page);
   assert.ok(block, "docs/consumers.md shows the consumer's Node script");
-  return block[1]!;
+  const script = block[1]!;
+  // Plain strings, not regexes: create-grpc-svc renames both to the new service's (a scoped name holds a `/`).
+  assert.ok(script.includes('from "example-client/node"'), "the script imports the sample API's SDK");
+  assert.ok(script.includes("createClient(ExampleService,"), "the script calls ExampleService");
+  return script.replaceAll("example-client", SDK_NAME).replaceAll("ExampleService", "FixtureService");
 })();
 
-const PAGE = `import { createClient, createConnectTransport, ExampleService } from "example-client/web";
+const PAGE = `import { createClient, createConnectTransport, FixtureService } from "${SDK_NAME}/web";
 
 const api = {
   async echo(baseUrl: string, message: string): Promise<string> {
-    return (await createClient(ExampleService, createConnectTransport({ baseUrl })).echo({ message })).message;
+    return (await createClient(FixtureService, createConnectTransport({ baseUrl })).echo({ message })).message;
   },
   async countdown(baseUrl: string, from: number): Promise<number[]> {
     const seen: number[] = [];
-    for await (const r of createClient(ExampleService, createConnectTransport({ baseUrl })).countdown({ from })) seen.push(r.remaining);
+    for await (const r of createClient(FixtureService, createConnectTransport({ baseUrl })).countdown({ from })) seen.push(r.remaining);
     return seen;
   },
 };
@@ -63,9 +76,9 @@ describe("the packed SDK in an empty folder", () => {
     });
     await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve));
     origin = `http://localhost:${(pages.address() as { port: number }).port}`;
-    service = await startTestServer([exampleService], { CORS_ALLOWED_ORIGINS: origin });
+    service = await startTestServer([fixtureService], { CORS_ALLOWED_ORIGINS: origin });
 
-    const tarball = await buildSdk();
+    const tarball = await buildSdk({ protoDir: SDK_PROTO_DIR, name: SDK_NAME });
     dir = mkdtempSync(join(tmpdir(), "sdk-consumer-"));
     writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
     await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], { cwd: dir });

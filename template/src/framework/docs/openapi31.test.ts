@@ -3,8 +3,8 @@ import { describe, test } from "node:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import type { DescService } from "@bufbuild/protobuf";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { FixtureService } from "../../../test/gen/fixture/v1/fixture_pb.js";
 import { ContractService } from "../../../test/gen/openapitest/v1/contract_pb.js";
-import { ExampleService } from "../../gen/example/v1/example_pb.js";
 import { authRule } from "../auth/rules.js";
 import { methodInfo } from "../call/method.js";
 import { compileRoutes } from "../gateway/routes.js";
@@ -38,7 +38,7 @@ const allAuth = { jwt: true, apiKey: true, oidcIssuer: "https://issuer.example.c
 
 describe("OpenAPI 3.1 document", () => {
   for (const [name, service] of [
-    ["the sample API (ExampleService)", ExampleService],
+    ["the sample API (the fixture service, a copy of it)", FixtureService],
     ["a proto using every mapping", ContractService],
   ] as const) {
     test(`${name}: swagger-parser accepts it as 3.1, and its schemas compile as JSON Schema 2020-12`, async () => {
@@ -144,10 +144,10 @@ describe("OpenAPI 3.1 document", () => {
       { BearerAuth: ["items:read"] },
       { OpenIdConnect: ["items:read"] },
     ]);
-    const open = documentOf(ExampleService, { jwt: true, apiKey: true, rules: authRule });
+    const open = documentOf(FixtureService, { jwt: true, apiKey: true, rules: authRule });
     assert.deepEqual(open.paths["/api/v1/echo"]!.post!.security, [{ BearerAuth: [] }, { ApiKeyAuth: [] }]);
     assert.deepEqual(open.paths["/api/v1/countdown/{from}"]!.get!.security, []);
-    assert.equal(documentOf(ExampleService).paths["/api/v1/echo"]!.post!.security, undefined, "auth off: no security");
+    assert.equal(documentOf(FixtureService).paths["/api/v1/echo"]!.post!.security, undefined, "auth off: no security");
   });
 
   test("path and query parameters carry their schemas", () => {
