@@ -1,9 +1,9 @@
 /**
  * Long HTTP streams: a client-streaming or bidi call over HTTP is not ended by the request or
  * header timeouts while it is active; only its deadline, the idle limit between messages and shutdown end
- * it. A 10-minute bidi call exchanging a message every 20 s must complete: run here at 1/100 of the time,
- * every limit scaled alike (headers 10 s → 0.1 s, whole request 30 s → 0.3 s, idle 60 s → 0.6 s), so the
- * same code runs; a message every 0.2 s for 6 s. And the header timeout acts at its value, not at Node's
+ * it. A 10-minute bidi call exchanging a message every 20 s must complete: run here at 1/50 of the time,
+ * every limit scaled alike (headers 10 s → 0.2 s, whole request 30 s → 0.6 s, idle 60 s → 1.2 s), so the
+ * same code runs; a message every 0.4 s for 12 s. And the header timeout acts at its value, not at Node's
  * next 30 s sweep. node:http and raw node:net against a real server, in each gateway mode.
  */
 import assert from "node:assert/strict";
@@ -16,7 +16,8 @@ import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
 
-const SCALE = 100;
+// 1/50: the 20 s between messages become 0.4 s, 0.8 s short of the 1.2 s idle limit, room for a loaded machine's stalls.
+const SCALE = 50;
 const SCALED = {
   HTTP_HEADERS_TIMEOUT_SECONDS: String(10 / SCALE),
   HTTP_REQUEST_TIMEOUT_SECONDS: String(30 / SCALE),
