@@ -15,11 +15,14 @@ const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const PROTO = "proto/example/v1/example.proto";
 
 function run(cwd: string, cmd: string, args: string[], env: Record<string, string> = {}) {
+  // The scratch repo's make is a top-level one even when this suite runs under make (as in CI): a make level
+  // inherited from the environment would print "make[N]: Entering directory" around the line the tests read.
+  const { MAKELEVEL: _level, MFLAGS: _flags, ...parent } = process.env;
   const r = spawnSync(cmd, args, {
     cwd,
     encoding: "utf8",
     env: {
-      ...process.env,
+      ...parent,
       GIT_AUTHOR_NAME: "t",
       GIT_AUTHOR_EMAIL: "t@example.com",
       GIT_COMMITTER_NAME: "t",
