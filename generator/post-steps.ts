@@ -42,7 +42,9 @@ export const npmInstallStep: Step = {
       child.on("close", (code, signal) => {
         process.off("SIGINT", onSignal);
         process.off("SIGTERM", onSignal);
-        if (interrupted) reject(new Interrupted(interrupted));
+        // npm may die of the group's Ctrl-C before this process has run its own handler for it.
+        const by = interrupted ?? (signal === "SIGINT" || signal === "SIGTERM" ? signal : undefined);
+        if (by) reject(new Interrupted(by));
         else if (code === 0) resolve(undefined);
         else reject(new Error(signal ? `killed by ${signal}` : `exit code ${code}`));
       });
