@@ -12,7 +12,10 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const PROTO = "proto/example/v1/example.proto";
+// The framework's fixture proto stands in for the repo's own (the suite never touches yours): moved from test/proto
+// into proto/, where make breaking looks.
+const PROTO = "proto/fixture/v1/fixture.proto";
+const VENDORED = ["google", "buf", "grpc", "grpcsvc"];
 
 function run(cwd: string, cmd: string, args: string[], env: Record<string, string> = {}) {
   // The scratch repo's make is a top-level one even when this suite runs under make (as in CI): a make level
@@ -41,8 +44,12 @@ function scratchRepo(): string {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
     cpSync(join(TEMPLATE, f), join(dir, f));
   }
-  cpSync(join(TEMPLATE, "proto"), join(dir, "proto"), { recursive: true });
-  cpSync(join(TEMPLATE, "test", "proto"), join(dir, "test", "proto"), { recursive: true });
+  for (const v of VENDORED) cpSync(join(TEMPLATE, "proto", v), join(dir, "proto", v), { recursive: true });
+  cpSync(join(TEMPLATE, "test", "proto"), join(dir, "test", "proto"), {
+    recursive: true,
+    filter: (src) => !src.startsWith(join(TEMPLATE, "test", "proto", "fixture")),
+  });
+  cpSync(join(TEMPLATE, "test", "proto", "fixture"), join(dir, "proto", "fixture"), { recursive: true });
   symlinkSync(join(TEMPLATE, "node_modules"), join(dir, "node_modules"));
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "scratch", version: "0.0.0", scripts: { lint: "true" } }));
   writeFileSync(join(dir, ".gitignore"), "node_modules\nsrc/gen/\n");
