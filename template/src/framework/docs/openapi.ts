@@ -5,6 +5,11 @@ import type { GatewayRoute } from "../gateway/routes.js";
 import { rules, type Schema, SchemaBuilder, simpleSchema } from "./schemas.js";
 
 /** What the document says besides the routes. */
+/** What both OpenAPI documents (2.0 and 3.1) say of themselves. */
+export const DOCUMENT_DESCRIPTION =
+  "Generated from the services' google.api.http rules. Bodies are canonical proto3 JSON (lowerCamelCase names, " +
+  "64-bit integers as strings, enums as names). Errors are google.rpc.Status JSON with the HTTP status of their gRPC code.";
+
 export interface OpenApiOptions {
   title: string;
   version: string;
@@ -121,9 +126,7 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
     info: {
       title: options.title,
       version: options.version || "version not set",
-      description:
-        "Generated from the services' google.api.http rules. Bodies are canonical proto3 JSON (lowerCamelCase names, " +
-        "64-bit integers as strings, enums as names). Errors are google.rpc.Status JSON with the HTTP status of their gRPC code.",
+      description: DOCUMENT_DESCRIPTION,
     },
     tags: options.services.filter((s) => usedTags.has(s.name)).map((s) => ({ name: s.name, description: `gRPC service ${s.typeName}` })),
     consumes: ["application/json"],

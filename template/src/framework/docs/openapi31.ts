@@ -1,6 +1,7 @@
 import { streamsResponses } from "../call/types.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import {
+  DOCUMENT_DESCRIPTION,
   describe,
   OPENAPI_METHODS,
   type OpenApiOptions,
@@ -90,9 +91,7 @@ export function buildOpenApi31(routes: readonly GatewayRoute[], options: OpenApi
     info: {
       title: options.title,
       version: options.version || "version not set",
-      description:
-        "Generated from the services' google.api.http rules. Bodies are canonical proto3 JSON (lowerCamelCase names, " +
-        "64-bit integers as strings, enums as names). Errors are google.rpc.Status JSON with the HTTP status of their gRPC code.",
+      description: DOCUMENT_DESCRIPTION,
     },
     jsonSchemaDialect: "https://spec.openapis.org/oas/3.1/dialect/base",
     tags: options.services.filter((s) => usedTags.has(s.name)).map((s) => ({ name: s.name, description: `gRPC service ${s.typeName}` })),
