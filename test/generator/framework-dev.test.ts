@@ -8,7 +8,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { isFrameworkDev, MANIFEST_FILE, pruneLockfile, readManifest } from "../../generator/framework-dev.js";
 import { listTemplateFiles } from "../../generator/render.js";
-import { listFiles, makeSyntheticTemplate, REAL_TEMPLATE, REPO, runCli, tmpDir, write } from "./helpers.js";
+import { git, gitEnv, listFiles, makeSyntheticTemplate, REAL_TEMPLATE, REPO, runCli, tmpDir, write } from "./helpers.js";
 
 const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
 const version = (JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string }).version;
@@ -99,25 +99,6 @@ describe("pruneLockfile", () => {
     assert.deepEqual(Object.keys(after.packages).sort(), Object.keys(before.packages).sort());
   });
 });
-
-// Isolated from the developer's git config.
-function gitEnv(home: string): NodeJS.ProcessEnv {
-  return {
-    HOME: home,
-    XDG_CONFIG_HOME: home,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: path.join(home, "none"),
-    GIT_AUTHOR_NAME: "t",
-    GIT_AUTHOR_EMAIL: "t@localhost",
-    GIT_COMMITTER_NAME: "t",
-    GIT_COMMITTER_EMAIL: "t@localhost",
-  };
-}
-
-function git(cwd: string, home: string, ...args: string[]): void {
-  const r = spawnSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, ...gitEnv(home) } });
-  assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
-}
 
 describe("update from a version that shipped the framework's tooling", () => {
   it("removes the left-out files the team never changed, keeps and lists the ones it did, and drops the devDependency", () => {

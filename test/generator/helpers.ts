@@ -177,3 +177,24 @@ export function parseEnv(text: string): Map<string, string> {
   }
   return m;
 }
+
+/** An environment isolated from the developer's git config, with a fixed identity for a test's own commits. */
+export function gitEnv(home: string): NodeJS.ProcessEnv {
+  return {
+    HOME: home,
+    XDG_CONFIG_HOME: home,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: path.join(home, "none"),
+    GIT_AUTHOR_NAME: "t",
+    GIT_AUTHOR_EMAIL: "t@localhost",
+    GIT_COMMITTER_NAME: "t",
+    GIT_COMMITTER_EMAIL: "t@localhost",
+  };
+}
+
+/** Runs git in `cwd` with gitEnv(home), failing the test when git fails; its trimmed output. */
+export function git(cwd: string, home: string, ...args: string[]): string {
+  const r = spawnSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, ...gitEnv(home) } });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout.trim();
+}

@@ -9,31 +9,11 @@ import { before, describe, it } from "node:test";
 import { mergePackageJson } from "../../generator/merge-package-json.js";
 import { isYours } from "../../generator/ownership.js";
 import { compareVersions, parseRecord, RECORD_FILE } from "../../generator/record.js";
-import { makeSyntheticTemplate, REPO, runCli, tmpDir, write } from "./helpers.js";
+import { git, gitEnv, makeSyntheticTemplate, REPO, runCli, tmpDir, write } from "./helpers.js";
 
 const version = (JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string }).version;
 const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
 const lines = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `// ${prefix} line ${i + 1}`).join("\n") + "\n";
-
-// Isolated from the developer's git config; a fixed identity for the test's own commits.
-function gitEnv(home: string): NodeJS.ProcessEnv {
-  return {
-    HOME: home,
-    XDG_CONFIG_HOME: home,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: path.join(home, "none"),
-    GIT_AUTHOR_NAME: "t",
-    GIT_AUTHOR_EMAIL: "t@localhost",
-    GIT_COMMITTER_NAME: "t",
-    GIT_COMMITTER_EMAIL: "t@localhost",
-  };
-}
-
-function git(cwd: string, home: string, ...args: string[]): string {
-  const r = spawnSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, ...gitEnv(home) } });
-  assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout.trim();
-}
 
 /** Template A: the synthetic template plus framework and service files to edit. */
 function templateA(root: string): string {
