@@ -7,8 +7,12 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
-import { Code } from "../../src/framework/index.js";
+import { gzipSync } from "node:zlib";
+import { Code as ConnectCode, ConnectError, createClient } from "@connectrpc/connect";
+import { compressionGzip, createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Code, codeName } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
+import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
 import { handled } from "./support/metrics.js";
 
@@ -119,6 +123,8 @@ describe("decode failures over gRPC-Web and Connect", () => {
     req.destroy();
     const line = await callLineAny(server, "Echo", (l) => l.protocol === "connect");
     assert.equal(line.grpcCode, "Canceled");
+    assert.equal(await handled(server, "Echo", "Canceled"), 1);
+    assert.equal(await handled(server, "Echo", "Aborted"), 0);
   });
 
   test("a Connect GET whose message cannot be decoded is 400 invalid_argument, not 500", async () => {
@@ -127,5 +133,132 @@ describe("decode failures over gRPC-Web and Connect", () => {
       assert.equal(res.status, 400, query);
       assert.equal(((await res.json()) as { code: string }).code, "invalid_argument", query);
     }
+  });
+});
+
+/** One length-prefixed message (Connect streams, gRPC-Web) with the given flags. */
+function envelope(flags: number, data: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = flags;
+  head.writeUInt32BE(data.length, 1);
+  return Buffer.concat([head, data]);
+}
+
+describe("decode failures inside Connect's own handler (the forms the fast paths leave to it)", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer([fixtureService], { GRPC_MAX_RECV_MSG_SIZE: String(MAX_MESSAGE) });
+  });
+  after(() => server.close());
+  const url = (method: string) => `${server.httpUrl}/fixture.v1.FixtureService/${method}`;
+
+  test("a gzip-compressed Connect body that cannot be decoded: 400 invalid_argument, counted InvalidArgument", async () => {
+    const before = await handled(server, "Echo", "InvalidArgument");
+    const res = await fetch(url("Echo"), {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipSync('{"message":'),
+    });
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { code: string }).code, "invalid_argument");
+    assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 1);
+  });
+
+  test("a Connect call with a malformed Connect-Timeout-Ms: 400 invalid_argument, counted InvalidArgument", async () => {
+    const before = await handled(server, "Echo", "InvalidArgument");
+    const res = await fetch(url("Echo"), {
+      method: "POST",
+      headers: { "content-type": "application/json", "connect-timeout-ms": "soon" },
+      body: '{"message":"hi"}',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 1);
+  });
+
+  test("a gzip-compressed Connect GET whose message cannot be decoded: 400 invalid_argument, counted InvalidArgument", async () => {
+    const before = await handled(server, "Echo", "InvalidArgument");
+    const message = gzipSync('{"message":').toString("base64url");
+    const res = await fetch(`${url("Echo")}?connect=v1&encoding=json&compression=gzip&base64=1&message=${message}`);
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { code: string }).code, "invalid_argument");
+    assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 1);
+  });
+
+  for (const [name, transport] of [
+    ["Connect", createConnectTransport],
+    ["gRPC-Web", createGrpcWebTransport],
+  ] as const) {
+    test(`a ${name} client's compressed message over the size limit once decompressed is counted ResourceExhausted`, async () => {
+      const before = await handled(server, "Echo", "ResourceExhausted");
+      const client = createClient(
+        FixtureService,
+        transport({ baseUrl: server.httpUrl, httpVersion: "1.1", sendCompression: compressionGzip }),
+      );
+      const outcome = await client.echo({ message: "x".repeat(MAX_MESSAGE * 2) }).then(
+        () => "answered",
+        (err: unknown) => ConnectError.from(err),
+      );
+      assert.ok(outcome instanceof ConnectError, String(outcome));
+      assert.equal(outcome.code, ConnectCode.ResourceExhausted, outcome.message);
+      assert.equal(await handled(server, "Echo", "ResourceExhausted"), before + 1);
+    });
+  }
+
+  test("a Connect server-stream request whose message cannot be decoded: an invalid_argument end message, counted InvalidArgument", async () => {
+    const before = await handled(server, "Countdown", "InvalidArgument");
+    const res = await fetch(url("Countdown"), {
+      method: "POST",
+      headers: { "content-type": "application/connect+json" },
+      body: envelope(0, Buffer.from('{"from":')),
+    });
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(body[0], 2, "an end-stream message");
+    assert.equal((JSON.parse(body.subarray(5).toString()) as { error: { code: string } }).error.code, "invalid_argument");
+    assert.equal(await handled(server, "Countdown", "InvalidArgument"), before + 1);
+  });
+
+  test("a gRPC-Web JSON call whose message cannot be decoded: grpc-status 3 in the trailer frame, counted InvalidArgument", async () => {
+    const before = await handled(server, "Echo", "InvalidArgument");
+    const res = await fetch(url("Echo"), {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+json" },
+      body: envelope(0, Buffer.from('{"message":')),
+    });
+    const body = Buffer.from(await res.arrayBuffer());
+    assert.equal(body[0], 0x80, "a trailer frame alone");
+    assert.match(body.subarray(5).toString(), /grpc-status: ?3\r\n/);
+    assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 1);
+  });
+
+  test("a gRPC-Web text call whose binary message cannot be decoded is counted with the code in its trailer", async () => {
+    const res = await fetch(url("Echo"), {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web-text" },
+      body: envelope(0, Buffer.from([0xff, 0xff, 0xff])).toString("base64"),
+    });
+    const trailer = Buffer.from(await res.text(), "base64")
+      .subarray(5)
+      .toString();
+    const code = Number(/grpc-status: ?(\d+)/.exec(trailer)?.[1]);
+    assert.notEqual(code, Code.OK, trailer);
+    // Connect's handler answers a binary message it cannot parse Internal ("parse binary"), the fast path InvalidArgument.
+    assert.equal(await handled(server, "Echo", codeName(code)), 1, `counted ${codeName(code)}`);
+  });
+
+  test("a call Connect's handler serves is counted once, by the chain: OK, nothing refused", async () => {
+    const ok = await handled(server, "Echo", "OK");
+    const client = createClient(
+      FixtureService,
+      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1", sendCompression: compressionGzip }),
+    );
+    await client.echo({ message: "y".repeat(1000) }, { headers: { "connect-protocol-version": "1" } });
+    const res = await fetch(url("Countdown"), {
+      method: "POST",
+      headers: { "content-type": "application/connect+json" },
+      body: envelope(0, Buffer.from('{"from":2}')),
+    });
+    await res.arrayBuffer();
+    assert.equal(await handled(server, "Echo", "OK"), ok + 1);
+    assert.equal(await handled(server, "Countdown", "OK"), 1);
   });
 });

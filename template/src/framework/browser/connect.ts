@@ -8,7 +8,7 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
   compressionBrotli,
   compressionGzip,
@@ -29,6 +29,7 @@ import { jsonWriter } from "../gateway/json-writer.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
+import { countRefusal } from "./connect-refusals.js";
 import { refuseUndecodableGet, serveConnectUnary } from "./connect-unary.js";
 import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
 import { serveGrpcWebUnary } from "./grpc-web-unary.js";
@@ -43,7 +44,14 @@ export interface BrowserProtocolOptions {
   onRejected?: OnRejectedBeforeHandler | undefined;
 }
 
-const RAW_HEADERS = createContextKey<IncomingHttpHeaders>({}, { description: "the HTTP request's headers" });
+/** One request Connect's handler serves: its raw headers, and whether our implementation ran for it. */
+class ConnectRequest {
+  /** Our implementation ran: the chain counts the call. Otherwise Connect answered alone (connect-refusals.ts). */
+  entered = false;
+  constructor(readonly headers: IncomingHttpHeaders) {}
+}
+
+const REQUEST = createContextKey<ConnectRequest>(new ConnectRequest({}), { description: "the HTTP request" });
 
 /**
  * Connect aborts its signal on every end of the call, a normal one included: only an abort before
@@ -80,7 +88,7 @@ function contextFor(info: MethodInfo, hctx: HandlerContext, cancellation: Protoc
   const ctx = new CallContext({
     method: info,
     transport: "http",
-    metadata: metadataOf(hctx.values.get(RAW_HEADERS)),
+    metadata: metadataOf(hctx.values.get(REQUEST).headers),
     controller: new LazyAbortController(cancellation),
     deadline: timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout,
     httpPath: path,
@@ -97,6 +105,7 @@ function implementation(method: BoundMethod, path: string) {
   const { info, invoke } = method;
   const manyRequests = streamsRequests(info.kind);
   const enter = (input: Message | AsyncIterable<Message>, hctx: HandlerContext) => {
+    hctx.values.get(REQUEST).entered = true;
     const cancellation = new ProtocolCancellation(hctx.signal);
     const ctx = contextFor(info, hctx, cancellation, path);
     const call: Call = manyRequests
@@ -248,15 +257,18 @@ function serve(handler: UniversalHandler, unary: BoundMethod | undefined, { read
     const headers = req.raw.headers;
     clampTimeouts(headers);
     const text = isGrpcWebText(headers["content-type"]);
+    const request = new ConnectRequest(headers);
     let uReq: UniversalServerRequest;
     try {
-      uReq = universalRequestFromNodeRequest(req.raw, res, undefined, createContextValues().set(RAW_HEADERS, headers));
+      uReq = universalRequestFromNodeRequest(req.raw, res, undefined, createContextValues().set(REQUEST, request));
     } catch {
       res.writeHead(400).end(); // no authority: an HTTP/1.0 request without Host
       return;
     }
+    const write = (uRes: UniversalServerResponse) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res);
     handler(text ? decodeTextRequest(uReq) : uReq)
-      .then((uRes) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res))
+      // Connect answered alone, before our implementation ran: counted here (the chain counts the others).
+      .then((uRes) => (request.entered || !onRejected ? write(uRes) : countRefusal(uRes, handler.requestPath, onRejected).then(write)))
       .catch((err: unknown) => {
         // The client went away mid-response, or the response could not be written: nothing left to tell it.
         if (ConnectError.from(err).code !== ConnectCode.Aborted)
