@@ -197,6 +197,7 @@ export class App {
       readiness: this.readiness,
       onRejectedBeforeHandler: this.metrics?.onRejectedBeforeHandler,
       overload,
+      onConnectionRefused: this.metrics?.connectionRefused("grpc"),
     });
     let mode = gatewayMode(config);
     // With TLS the gateway's hop is TLS over TCP too: a plaintext socket would bypass it.
@@ -214,6 +215,7 @@ export class App {
     const http = await createHttpServer(config, {
       http2: true,
       tls: httpTls,
+      onConnectionRefused: this.metrics?.connectionRefused("http"),
       overload: overload && {
         guard: overload,
         corsHeaders: (req) => cors.headersFor(req.headers.origin, req.headers.host ?? (req.headers[":authority"] as string | undefined)),
@@ -265,8 +267,14 @@ export class App {
       httpPort: () => listening,
       afterReady: this.#queueAfterReady,
     };
-    if (config.ADMIN_PORT !== undefined) registerOpsRoutes((this.#admin = await createHttpServer(config)), { ...ops, adminPort: true });
-    else {
+    if (config.ADMIN_PORT !== undefined) {
+      this.#admin = await createHttpServer(config, {
+        http2: false,
+        port: "admin",
+        onConnectionRefused: this.metrics?.connectionRefused("admin"),
+      });
+      registerOpsRoutes(this.#admin, { ...ops, adminPort: true });
+    } else {
       const publicPaths = registerOpsRoutes(http, { ...ops, adminPort: false });
       if (authRequired(config)) {
         this.log.warn(

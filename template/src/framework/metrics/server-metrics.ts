@@ -97,6 +97,8 @@ export class ServerMetrics {
   readonly #unauthenticated: CounterFamily;
   /** `grpc_server_shed_total` by reason, every reason's series from start-up. */
   readonly #shed: Record<ShedReason, CounterSeries>;
+  /** `grpc_server_connections_refused_total`, whose series are made as each port asks for its own. */
+  readonly #connectionsRefused: CounterFamily;
   /** Rejection series by method path and reason, made on first use (a rejection is not the hot path). */
   readonly #rejections = new Map<string, CounterSeries>();
   #processMetrics = false;
@@ -123,6 +125,11 @@ export class ServerMetrics {
       ["reason"],
     ).registerIn(r);
     this.#shed = Object.fromEntries(SHED_REASONS.map((reason) => [reason, shed.series(reason)])) as Record<ShedReason, CounterSeries>;
+    this.#connectionsRefused = new CounterFamily(
+      "grpc_server_connections_refused_total",
+      "Total number of connections closed as soon as accepted because the port had its cap open (GRPC_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS), by port: grpc, http or admin.",
+      ["port"],
+    ).registerIn(r);
     this.clients = new ClientMetrics(r, config);
     this.#http = {
       requests: new CounterFamily(
@@ -167,6 +174,14 @@ export class ServerMetrics {
   readonly onShed = (reason: ShedReason): void => {
     this.#shed[reason].value++;
   };
+
+  /** The counter of one port's refused connections, at 0 from now (a server asks once, when it is made). */
+  connectionRefused(port: "grpc" | "http" | "admin"): () => void {
+    const series = this.#connectionsRefused.series(port);
+    return () => {
+      series.value++;
+    };
+  }
 
   /** Adds `grpc_server_calls_in_flight` and the event-loop figures overload protection acts on, read at each scrape. */
   watchOverload(guard: OverloadGuard): void {

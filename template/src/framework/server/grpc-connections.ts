@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { type Http2Server, constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { Code } from "../call/status.js";
 import { rootLogger } from "../logging/logger.js";
+import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
 import { isGrpcContentType } from "./grpc-content-type.js";
 
@@ -14,14 +15,13 @@ export const GATEWAY_MAX_CONCURRENT_STREAMS = 10_000;
 /** Streams the newest bucket holds before its closed ones are dropped. */
 const COMPACT_MIN = 1024;
 
-/** At most one log line per this many milliseconds for refused connections. */
-const DROP_LOG_INTERVAL_MS = 10_000;
-
 export interface ConnectionLimits {
   /** GRPC_MAX_CONNECTIONS: 0 for no cap. */
   maxConnections: number;
   /** GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS in milliseconds: 0 for none. */
   firstMessageTimeoutMs: number;
+  /** Told of each connection refused at the cap (the metrics count it). */
+  onRefused?: OnConnectionRefused | undefined;
 }
 
 /** Set on a session once it is known to be the gateway's (its calls carry the process's gateway token). */
@@ -31,8 +31,9 @@ type Session = ServerHttp2Session & { [GATEWAY]?: true };
 /**
  * Guards one gRPC server's HTTP/2 servers against clients that hold resources without using them:
  * a cap on open connections (net.Server's own `maxConnections`: a connection beyond it is closed before
- * any HTTP/2 state is made), and a time limit for a call's first request message. The per-connection
- * stream limit is grpc-js's `grpc.max_concurrent_streams`, which this lifts on the gateway's connection.
+ * any HTTP/2 state is made; connection-refusals.ts counts and logs it), and a time limit for a call's first
+ * request message. The per-connection stream limit is grpc-js's `grpc.max_concurrent_streams`, which this
+ * lifts on the gateway's connection.
  *
  * Calls waiting for their first message are found by one coarse sweep per server rather than a timer per
  * call: each new stream is pushed on the newest of three buckets (an array slot, no allocation per call; closed ones are dropped as it grows),
@@ -46,9 +47,7 @@ export class ConnectionGuard {
   /** Oldest first; new streams go on the last. Empty when the timeout is off. */
   readonly #buckets: ServerHttp2Stream[][];
   #sweeper: NodeJS.Timeout | undefined;
-  #dropped = 0;
   #compactAt = COMPACT_MIN;
-  #lastDropLog = 0;
 
   constructor(limits: ConnectionLimits) {
     this.#limits = limits;
@@ -57,9 +56,10 @@ export class ConnectionGuard {
 
   /** Applies the limits to one of grpc-js's HTTP/2 servers (TCP, TLS or the gateway's Unix socket). */
   watch(http2Server: Http2Server): void {
-    if (this.#limits.maxConnections > 0) {
-      http2Server.maxConnections = this.#limits.maxConnections;
-      http2Server.on("drop", () => this.#onDrop());
+    const { maxConnections, onRefused } = this.#limits;
+    if (maxConnections > 0) {
+      http2Server.maxConnections = maxConnections;
+      reportRefusedConnections(http2Server, { port: "grpc", setting: "GRPC_MAX_CONNECTIONS", max: maxConnections, onRefused });
     }
     http2Server.on("session", (session: Session) => {
       // A Unix socket is the gateway's private hop (0600 in a 0700 directory): no remote address.
@@ -122,18 +122,6 @@ export class ConnectionGuard {
       clearInterval(this.#sweeper);
       this.#sweeper = undefined;
     }
-  }
-
-  #onDrop(): void {
-    this.#dropped++;
-    const now = Date.now();
-    if (now - this.#lastDropLog < DROP_LOG_INTERVAL_MS) return;
-    this.#lastDropLog = now;
-    rootLogger().warn(
-      { refused: this.#dropped, max: this.#limits.maxConnections },
-      "gRPC connections refused: GRPC_MAX_CONNECTIONS are open",
-    );
-    this.#dropped = 0;
   }
 }
 

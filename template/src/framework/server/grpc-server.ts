@@ -7,6 +7,7 @@ import { Code, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
 import type { OverloadGuard } from "../overload/guard.js";
+import type { OnConnectionRefused } from "./connection-refusals.js";
 import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
 import { GATEWAY_PATH_KEY, grpcHandler, isGatewayHop } from "./grpc-adapter.js";
 import { ConnectionGuard } from "./grpc-connections.js";
@@ -31,6 +32,8 @@ export interface GrpcServerOptions {
   onRejectedBeforeHandler?: OnRejectedBeforeHandler | undefined;
   /** Overload protection: counts the calls in flight and refuses new ones with UNAVAILABLE when overloaded. */
   overload?: OverloadGuard | undefined;
+  /** Told of each connection refused at GRPC_MAX_CONNECTIONS: the metrics count it. */
+  onConnectionRefused?: OnConnectionRefused | undefined;
 }
 
 /**
@@ -46,7 +49,15 @@ export const GRPC_LIMITS = {
 } as const;
 
 /** The gRPC server with the user's services, standard health and (unless disabled) reflection. */
-export function createGrpcServer({ config, services, methods, readiness, onRejectedBeforeHandler, overload }: GrpcServerOptions): Server {
+export function createGrpcServer({
+  config,
+  services,
+  methods,
+  readiness,
+  onRejectedBeforeHandler,
+  overload,
+  onConnectionRefused,
+}: GrpcServerOptions): Server {
   routeGrpcJsLogs();
   const server = new Server({
     "grpc.max_receive_message_length": config.GRPC_MAX_RECV_MSG_SIZE,
@@ -88,6 +99,7 @@ export function createGrpcServer({ config, services, methods, readiness, onRejec
     guard: new ConnectionGuard({
       maxConnections: config.GRPC_MAX_CONNECTIONS,
       firstMessageTimeoutMs: config.GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS * 1000,
+      onRefused: onConnectionRefused,
     }),
   });
   readiness.addToServer(server);

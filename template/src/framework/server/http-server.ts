@@ -16,6 +16,7 @@ import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
 import { type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
+import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
@@ -98,6 +99,10 @@ export interface HttpVersions {
   tls?: HttpTlsFiles | undefined;
   /** Overload protection of the port (the HTTP port's; the admin port has none). */
   overload?: HttpOverload | undefined;
+  /** Which port this is, for the warning and the count of connections refused at HTTP_MAX_CONNECTIONS ("http" if left out). */
+  port?: "http" | "admin";
+  /** Told of each connection refused at HTTP_MAX_CONNECTIONS: the metrics count it. */
+  onConnectionRefused?: OnConnectionRefused | undefined;
 }
 
 /** Overload protection of the HTTP port (overload/guard.ts). */
@@ -231,7 +236,15 @@ function createLimitedServer(
   server.on("checkExpectation", refuseExpectation);
   server.keepAliveTimeout = timeouts.keepAliveMs;
   // Idle connections end at the header and keep-alive timeouts; the cap bounds how many a client can hold till then.
-  if (timeouts.maxConnections > 0) server.maxConnections = timeouts.maxConnections;
+  if (timeouts.maxConnections > 0) {
+    server.maxConnections = timeouts.maxConnections;
+    reportRefusedConnections(server, {
+      port: versions.port ?? "http",
+      setting: "HTTP_MAX_CONNECTIONS",
+      max: timeouts.maxConnections,
+      onRefused: versions.onConnectionRefused,
+    });
+  }
   server.setTimeout(HTTP_LIMITS.connectionTimeoutMs);
   return server;
 }
