@@ -89,6 +89,48 @@ test("a call of the service's own whose request never comes is ended with DEADLI
   assert.equal(await handled({ httpUrl }, "Chat", "DeadlineExceeded"), 1);
 });
 
+test("a call whose first message is cut short (5 bytes of its prefix, or the prefix and half the message) and stalls is ended with DEADLINE_EXCEEDED, counted, and its stream closed", {
+  timeout: 60_000,
+}, async (t) => {
+  const { grpcPort, httpUrl } = await start({});
+  const session = http2Connect(`http://127.0.0.1:${grpcPort}`);
+  session.on("error", () => {});
+  t.after(() => session.destroy());
+  // A message that says it is 100 KB long: its 5-byte prefix cut after 5 bytes (the whole prefix, no body), or
+  // the prefix and the first half. grpc-js reads (and buffers) what comes, so the stream counts as read from.
+  const length = 100_000;
+  const prefix = Buffer.from([0, (length >>> 24) & 0xff, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff]);
+  const half = Buffer.concat([prefix, Buffer.alloc(length / 2, 0x61)]);
+  const cut = (method: string, sent: Buffer) => stalledCall(session, `/${FixtureService.typeName}/${method}`, sent);
+  const outcomes = await Promise.all([cut("Echo", prefix), cut("Echo", half), cut("Sum", prefix), cut("Chat", half)]);
+  assert.deepEqual(
+    outcomes,
+    Array.from({ length: 4 }, () => ({ grpcStatus: String(Code.DEADLINE_EXCEEDED), closed: true })),
+  );
+  assert.equal(await handled({ httpUrl }, "Echo", "DeadlineExceeded"), 2);
+  assert.equal(await handled({ httpUrl }, "Sum", "DeadlineExceeded"), 1);
+  assert.equal(await handled({ httpUrl }, "Chat", "DeadlineExceeded"), 1);
+});
+
+/** A gRPC call that sends `sent` after its headers and then nothing, not even its end: the status it gets, once its stream has closed. */
+async function stalledCall(session: ClientHttp2Session, path: string, sent: Buffer): Promise<{ grpcStatus: string; closed: boolean }> {
+  const stream = session.request(
+    { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" },
+    { endStream: false },
+  );
+  stream.on("error", () => {});
+  stream.write(sent);
+  let grpcStatus = "none";
+  const note = (h: Record<string, unknown>) => {
+    if (h["grpc-status"] !== undefined) grpcStatus = String(h["grpc-status"]);
+  };
+  stream.on("response", note);
+  stream.on("trailers", note);
+  stream.resume();
+  await once(stream, "close");
+  return { grpcStatus, closed: stream.closed };
+}
+
 test("the gateway's own connection to the gRPC port is not held to GRPC_MAX_CONCURRENT_STREAMS", { timeout: 60_000 }, async (t) => {
   const { httpUrl } = await start({ GATEWAY_MODE: "tcp" });
   // 150 server streams through the gateway, each sending its first message and its second 10 s later: with the

@@ -80,7 +80,7 @@ export const settings = {
   GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS: setting(
     p.number(0),
     10,
-    "A gRPC call whose first request message has not begun within this ends with DEADLINE_EXCEEDED (0 = off)",
+    "A gRPC call whose first request message has not arrived whole within this (none, or only part of it) ends with DEADLINE_EXCEEDED (0 = off)",
   ),
   DISABLE_GRPC_REFLECTION: setting(p.boolean, false, "Turns off gRPC server reflection"),
   // Timers hold at most 24.8 days (2^31-1 ms), and grpc-js adds up to 10 % to the age: 20 days stays under both.

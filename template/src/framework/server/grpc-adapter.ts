@@ -19,6 +19,7 @@ import { ResponseStream } from "../call/response-stream.js";
 import { Code, GrpcError } from "../call/status.js";
 import type { CallResult, MethodInfo } from "../call/types.js";
 import { toServiceError } from "../errors/wire.js";
+import { noteRequestReader } from "./first-message.js";
 import { sentStatus } from "./grpc-rejections.js";
 import { afterRoundTrip } from "./half-close.js";
 import type { BoundMethod } from "./methods.js";
@@ -181,6 +182,7 @@ function requestsOf(
   ctx: CallContext,
   cancellation: GrpcCancellation,
 ): RequestStream {
+  noteRequestReader(call);
   return new RequestStream(
     call.iterator({ destroyOnReturn: false }),
     () => endOfInput(call, ctx, cancellation),

@@ -3,6 +3,7 @@ import { type Http2Server, constants as http2Constants, type ServerHttp2Session,
 import { Code } from "../call/status.js";
 import { rootLogger } from "../logging/logger.js";
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
+import { firstMessageIn, type WithRequestReader } from "./first-message.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
 import { isGrpcContentType } from "./grpc-content-type.js";
 
@@ -36,11 +37,14 @@ type Session = ServerHttp2Session & { [GATEWAY]?: true };
  * lifts on the gateway's connection.
  *
  * Calls waiting for their first message are found by one coarse sweep per server rather than a timer per
- * call: each new stream is pushed on the newest of three buckets (an array slot, no allocation per call; closed ones are dropped as it grows),
- * and every half timeout the oldest bucket is checked and emptied, so a stream is looked at once, between
- * one and one and a half timeouts after it opened. A stream is left alone once its request has begun
- * (Node's `readableDidRead`, or bytes wait in its buffer for a handler yet to read), has ended, has closed, or the server has answered its headers: a
- * server-streaming or bidi call the server is already talking on is not idle.
+ * call: each new stream is pushed on the newest of three buckets (an array slot, no allocation per call; closed
+ * ones are dropped as it grows), and every half timeout the oldest bucket is checked and emptied, so a stream is
+ * looked at once, between one and one and a half timeouts after it opened. A call is ended then unless its first
+ * request message has arrived whole (firstMessageIn), it has closed, or the server has answered its headers (a
+ * server-streaming or bidi call the server is already talking on is not idle). A message begun and never
+ * finished counts as none: a client that sends 5 bytes of a message's prefix, or the prefix and half the
+ * message, and then stalls would otherwise hold the stream, and the part grpc-js has buffered (up to
+ * GRPC_MAX_RECV_MSG_SIZE a call), for ever.
  */
 export class ConnectionGuard {
   readonly #limits: ConnectionLimits;
@@ -114,7 +118,7 @@ export class ConnectionGuard {
     if (ended > 0) {
       rootLogger().warn(
         { calls: ended, timeout_s: this.#limits.firstMessageTimeoutMs / 1000 },
-        "gRPC calls ended with DEADLINE_EXCEEDED: no request message within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
+        "gRPC calls ended with DEADLINE_EXCEEDED: request message not received within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
       );
     }
     // Idle: stop waking up until the next stream.
@@ -138,25 +142,17 @@ const TIMED_OUT_HEADERS = {
   ":status": 200,
   "content-type": "application/grpc+proto",
   "grpc-status": String(Code.DEADLINE_EXCEEDED),
-  "grpc-message": "no request message within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
+  "grpc-message": "request message not received within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
 };
 
 /**
- * Ends a call whose request has not begun: a trailers-only DEADLINE_EXCEEDED (the server's own time limit
- * ran out, as for a call over GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS), then RST_STREAM NO_ERROR, which tells
- * the client to stop sending (RFC 9113 §8.1) and frees the stream at once. grpc-js sees the stream close
- * and ends its call (grpc-rejections counts it with this status).
+ * Ends a call whose first request message has not arrived: a trailers-only DEADLINE_EXCEEDED (the server's own
+ * time limit ran out, as for a call over GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS), then RST_STREAM NO_ERROR, which
+ * tells the client to stop sending (RFC 9113 §8.1) and frees the stream at once. grpc-js sees the stream close
+ * and ends its call, dropping what it buffered of a partial message (grpc-rejections counts it with this status).
  */
-function endIfIdle(stream: ServerHttp2Stream): boolean {
-  if (
-    stream.closed ||
-    stream.destroyed ||
-    stream.headersSent ||
-    stream.readableDidRead ||
-    stream.readableLength > 0 ||
-    stream.readableEnded
-  )
-    return false;
+function endIfIdle(stream: ServerHttp2Stream & WithRequestReader): boolean {
+  if (stream.closed || stream.destroyed || stream.headersSent || firstMessageIn(stream)) return false;
   try {
     stream.respond(TIMED_OUT_HEADERS, { endStream: true });
     stream.close(http2Constants.NGHTTP2_NO_ERROR);
