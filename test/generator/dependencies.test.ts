@@ -1,0 +1,33 @@
+// A generated repo's dependencies are those its own targets use (SPEC §4.18: node_modules after npm install
+// ≤ 250 MB): the package.json and package-lock.json generation writes hold none of the tooling taken out of it.
+// The size itself is measured where the e2e test installs a generated repo (test/e2e/generate.test.ts).
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { before, describe, it } from "node:test";
+import type { Choices } from "../../generator/env-file.js";
+import { deriveNames } from "../../generator/names.js";
+import { render } from "../../generator/render.js";
+import { REAL_TEMPLATE, tmpDir } from "./helpers.js";
+
+const choices: Choices = { auth: "none", unixSocket: false, sse: true, install: false, git: false };
+
+interface Lock {
+  packages: Record<string, { version?: string }>;
+}
+
+describe("the dependencies of a generated repository", () => {
+  let lock: Lock;
+
+  before(async () => {
+    const dir = path.join(tmpDir(), "orders-svc");
+    await render({ templateDir: REAL_TEMPLATE, targetDir: dir, names: deriveNames("orders-svc"), choices });
+    lock = JSON.parse(fs.readFileSync(path.join(dir, "package-lock.json"), "utf8")) as Lock;
+  });
+
+  it("one TypeScript: protoc-gen-es's plugin framework uses the repo's (TypeScript 7), not a 30 MB TypeScript 5 of its own", () => {
+    const copies = Object.keys(lock.packages).filter((p) => /(^|\/)node_modules\/typescript$/.test(p));
+    assert.deepEqual(copies, ["node_modules/typescript"]);
+    assert.match(lock.packages["node_modules/typescript"]?.version ?? "", /^7\./);
+  });
+});
