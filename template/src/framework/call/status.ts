@@ -63,8 +63,15 @@ export class GrpcError extends Error {
 /**
  * How a call the server ends because it is shutting down fails: UNAVAILABLE, which tells the client to
  * retry (elsewhere). One shared instance, so the error reporter can tell it from a real outage and skip it.
+ * Its `retry-after` (seconds) becomes HTTP's Retry-After on a 503, as with overload protection's refusals.
  */
-export const SHUTTING_DOWN = new GrpcError(Code.UNAVAILABLE, "server is shutting down");
+export const SHUTTING_DOWN = new GrpcError(Code.UNAVAILABLE, "server is shutting down", { metadata: retryAfterOneSecond() });
+
+function retryAfterOneSecond(): Metadata {
+  const metadata = new Metadata();
+  metadata.set("retry-after", "1");
+  return metadata;
+}
 
 /** The message of a call refused by overload protection (UNAVAILABLE; HTTP 503 with Retry-After). */
 export const OVERLOADED_MESSAGE = "server overloaded: retry later";

@@ -1,8 +1,9 @@
 import type { CallContext } from "../call/context.js";
 import type { RequestStream } from "../call/request-stream.js";
 import { ResponseStream } from "../call/response-stream.js";
-import { SHUTTING_DOWN } from "../call/status.js";
+import { type GrpcError, SHUTTING_DOWN } from "../call/status.js";
 import type { CallResult, Interceptor } from "../call/types.js";
+import type { ShutdownEnds } from "./timeout.js";
 
 // The executor of each call's promise hands its functions over through these (as in timeout.ts).
 let capturedResolve: (result: CallResult) => void = () => {};
@@ -65,10 +66,12 @@ class OpenStream {
  * error line, an SSE error event) instead of the connection being cut with none, and clients retry elsewhere.
  * gRPC calls are ended by the gRPC server itself (grpc-shutdown.ts), WebSockets by theirs (websocket.ts).
  * Unary calls and gRPC ones pass through untouched: a set insert and delete per HTTP stream, nothing per message
- * beyond the interruptible read the timeout step also asks for.
+ * beyond the interruptible read the timeout step also asks for. The HTTP calls with a single response (unary,
+ * client-streaming) are ended by the timeout step, which already holds them (`alsoEnd`).
  */
-export class HttpStreams {
+export class HttpStreams implements ShutdownEnds {
   readonly #open = new Set<OpenStream>();
+  readonly #others: ((reason: GrpcError) => number)[] = [];
 
   readonly interceptor: Interceptor = (next, method) => {
     if (method.kind !== "server_streaming" && method.kind !== "bidi_streaming") return next;
@@ -88,8 +91,16 @@ export class HttpStreams {
     return this.#open.size;
   }
 
-  /** Ends every open stream with UNAVAILABLE (SHUTTING_DOWN). */
-  endAll(): void {
+  /** Another step's HTTP calls, which `endAll` ends too: `end` ends them with the reason and says how many. */
+  alsoEnd(end: (reason: GrpcError) => number): void {
+    this.#others.push(end);
+  }
+
+  /** Ends every open stream, and every other HTTP call still running, with UNAVAILABLE (SHUTTING_DOWN); returns how many. */
+  endAll(): number {
+    let ended = this.#open.size;
     for (const open of [...this.#open]) open.end();
+    for (const end of this.#others) ended += end(SHUTTING_DOWN);
+    return ended;
   }
 }

@@ -29,8 +29,8 @@ class Pending {
   readonly promise: Promise<CallResult>;
   readonly resolve: (result: CallResult) => void;
   readonly reject: (error: unknown) => void;
-  /** The shared list it waits in, or undefined when it has a timer of its own. */
-  list: ExpiryList | undefined;
+  /** The list it is in: the shared default-deadline one, or the step's list of the others (own timer, or none). */
+  list: CallList | undefined;
 
   constructor(
     readonly ctx: CallContext,
@@ -43,8 +43,8 @@ class Pending {
 
   /** The call is over (or its stream is): it stops waiting for the deadline. */
   done(): void {
-    if (this.list) this.list.remove(this);
-    else clearTimeout(this.timer);
+    this.list?.remove(this);
+    if (this.timer !== undefined) clearTimeout(this.timer);
   }
 
   /** The rest of the chain answered: a single message settles the call, a stream keeps the deadline until it ends. */
@@ -70,9 +70,10 @@ class Pending {
     this.reject(error);
   }
 
-  expire(): void {
+  /** Ends the call with `reason` (its deadline passed, or shutdown's budget ran out), whatever the handler does. */
+  expire(reason?: GrpcError): void {
     // Made only when the deadline really passes: most calls never need it.
-    const expired = deadlineExceeded();
+    const expired = reason ?? deadlineExceeded();
     this.ctx.abort(expired);
     this.requests?.fail(expired);
     if (this.stream) this.stream.fail(expired);
@@ -82,7 +83,48 @@ class Pending {
 
 function expireByTimer(pending: Pending): void {
   pending.timer = undefined;
+  pending.list?.remove(pending);
   pending.expire();
+}
+
+/** Calls in the order they came, linked through their own fields: adding and removing one allocates nothing. */
+class CallList {
+  protected head: Pending | undefined;
+  #tail: Pending | undefined;
+
+  add(pending: Pending): void {
+    pending.list = this;
+    pending.prev = this.#tail;
+    if (this.#tail) this.#tail.next = pending;
+    else this.head = pending;
+    this.#tail = pending;
+  }
+
+  remove(pending: Pending): void {
+    const { prev, next } = pending;
+    if (prev) prev.next = next;
+    else if (this.head === pending) this.head = next;
+    else return; // not in the list (already expired)
+    if (next) next.prev = prev;
+    else this.#tail = prev;
+    pending.prev = pending.next = undefined;
+  }
+
+  /** Ends the HTTP calls with a single response (unary, client-streaming) with `reason`; returns how many. */
+  endHttpCalls(reason: GrpcError): number {
+    let ended = 0;
+    for (let p = this.head; p !== undefined; ) {
+      const next = p.next;
+      const { transport, method } = p.ctx;
+      if (transport === "http" && (method.kind === "unary" || method.kind === "client_streaming")) {
+        p.done();
+        p.expire(reason);
+        ended++;
+      }
+      p = next;
+    }
+    return ended;
+  }
 }
 
 /**
@@ -92,33 +134,19 @@ function expireByTimer(pending: Pending): void {
  * ends leaves the list; the timer is not moved for it and, when it fires for a call already gone,
  * re-arms for the oldest one left. Unreferenced: it never holds the process open by itself.
  */
-class ExpiryList {
-  #head: Pending | undefined;
-  #tail: Pending | undefined;
+class ExpiryList extends CallList {
   #timer: NodeJS.Timeout | undefined;
   readonly #ms: number;
 
   constructor(ms: number) {
+    super();
     this.#ms = ms;
   }
 
-  add(pending: Pending): void {
+  override add(pending: Pending): void {
     pending.at = performance.now() + this.#ms;
-    pending.prev = this.#tail;
-    if (this.#tail) this.#tail.next = pending;
-    else this.#head = pending;
-    this.#tail = pending;
+    super.add(pending);
     if (this.#timer === undefined) this.#arm(this.#ms);
-  }
-
-  remove(pending: Pending): void {
-    const { prev, next } = pending;
-    if (prev) prev.next = next;
-    else if (this.#head === pending) this.#head = next;
-    else return; // not in the list (already expired)
-    if (next) next.prev = prev;
-    else this.#tail = prev;
-    pending.prev = pending.next = undefined;
   }
 
   #arm(ms: number): void {
@@ -129,12 +157,17 @@ class ExpiryList {
   readonly #fire = (): void => {
     this.#timer = undefined;
     const now = performance.now();
-    for (let head = this.#head; head !== undefined && head.at <= now; head = this.#head) {
+    for (let head = this.head; head !== undefined && head.at <= now; head = this.head) {
       this.remove(head);
       head.expire();
     }
-    if (this.#head) this.#arm(this.#head.at - now);
+    if (this.head) this.#arm(this.head.at - now);
   };
+}
+
+/** Where shutdown finds the HTTP calls this step holds (HttpStreams in shutdown-streams.ts). */
+export interface ShutdownEnds {
+  alsoEnd(end: (reason: GrpcError) => number): void;
 }
 
 /**
@@ -143,10 +176,22 @@ class ExpiryList {
  * DEADLINE_EXCEEDED at once, on every transport, even if the handler ignores its signal: the call is
  * ended through its stream objects (the handler's pending read of a request fails, and the response
  * stream fails), not left to each transport.
+ *
+ * With `shutdown`, the HTTP calls answered with a single response (unary, client-streaming) that are still
+ * running when the shutdown budget runs out end the same way, with UNAVAILABLE: each transport then answers in
+ * its own form (503 with Retry-After, Connect's error, gRPC-Web trailers) before the sockets close. Shutdown
+ * finds them in this step's lists: a call with the default deadline pays nothing more for it, an HTTP call with a
+ * deadline of its own a list insert and removal, and only an HTTP call with no deadline at all is held for it
+ * alone. (The HTTP streams are HttpStreams' own.)
  */
-export function defaultTimeout(seconds: number): Interceptor {
+export function defaultTimeout(seconds: number, shutdown?: ShutdownEnds): Interceptor {
   // Shared by every method's calls that take the default: they all wait `seconds`.
   const defaults = seconds > 0 ? new ExpiryList(seconds * 1000) : undefined;
+  /** The HTTP calls not in `defaults`: with a deadline of their own (each with its timer), or with none. */
+  const others = new CallList();
+  if (shutdown) {
+    shutdown.alsoEnd((reason) => (defaults?.endHttpCalls(reason) ?? 0) + others.endHttpCalls(reason));
+  }
   return (next, method) => {
     const defaultSeconds = method.kind === "unary" ? seconds : 0;
     const streams = method.kind === "server_streaming" || method.kind === "bidi_streaming";
@@ -154,17 +199,21 @@ export function defaultTimeout(seconds: number): Interceptor {
       const { ctx } = call;
       let list: ExpiryList | undefined;
       if (ctx.deadline === Number.POSITIVE_INFINITY) {
-        if (defaultSeconds === 0) return next(call);
-        ctx.deadline = Date.now() + defaultSeconds * 1000;
-        list = defaults;
+        if (defaultSeconds > 0) {
+          ctx.deadline = Date.now() + defaultSeconds * 1000;
+          list = defaults;
+        } else if (streams || ctx.transport !== "http" || !shutdown) return next(call);
+        // Else an HTTP call with no deadline at all: no timer, held only for shutdown.
       }
       const remaining = ctx.deadline - Date.now();
       if (remaining <= 0) throw deadlineExceeded();
       const pending = new Pending(ctx, call.requests?.interruptible());
-      pending.list = list;
       if (list) list.add(pending);
-      // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
-      else pending.timer = setTimeout(expireByTimer, Math.min(remaining, MAX_TIMER_MS), pending);
+      else {
+        // A deadline further away than a timer holds (a 30-day one) is clamped, not expired at once.
+        if (remaining !== Number.POSITIVE_INFINITY) pending.timer = setTimeout(expireByTimer, Math.min(remaining, MAX_TIMER_MS), pending);
+        if (shutdown && ctx.transport === "http") others.add(pending);
+      }
       next(call).then(
         (result) => pending.settle(result, streams),
         (err: unknown) => pending.fail(err),

@@ -43,7 +43,7 @@ import { serviceUrls } from "./urls.js";
 
 /** How long after ready the after-ready tasks wait: the first readiness probe and calls go first. */
 const AFTER_READY_DELAY_MS = 100;
-/** How long the HTTP streams ended at the shutdown budget have to write their status (as the gRPC port's FLUSH_MS). */
+/** How long the HTTP calls ended at the shutdown budget have to write their status (as the gRPC port's FLUSH_MS). */
 const STREAM_FLUSH_MS = 250;
 
 export interface AppOptions {
@@ -469,12 +469,9 @@ export class App {
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       const closing = this.#http.close();
       await Promise.race([closing, abortion(budget)]);
-      if (budget.aborted && this.#httpStreams.size > 0) {
-        // The budget ran out: the streams still open end with UNAVAILABLE, each in its protocol's form, and
-        // get a moment to reach their clients before the process stops.
-        this.#httpStreams.endAll();
-        await Promise.race([closing, sleep(STREAM_FLUSH_MS)]);
-      }
+      // The budget ran out: the calls still running (streams, and unary calls whose handler has not returned) end
+      // with UNAVAILABLE, each in its protocol's form, and get a moment to reach their clients before the process stops.
+      if (budget.aborted && this.#httpStreams.endAll() > 0) await Promise.race([closing, sleep(STREAM_FLUSH_MS)]);
       clearInterval(idle);
     }
     this.#invoker?.close();

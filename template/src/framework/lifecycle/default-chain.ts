@@ -46,7 +46,7 @@ export function defaultInterceptors(config: Config, deps: ChainDeps): NamedInter
     // First: every call gets its span, and every log line of it the span's IDs.
     deps.tracing && { name: "tracing", interceptor: tracing() },
     auth && { name: "auth", interceptor: auth },
-    { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS) },
+    { name: "timeout", interceptor: defaultTimeout(config.GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS, deps.httpStreams) },
     deps.httpStreams && { name: "shutdownStreams", interceptor: deps.httpStreams.interceptor },
     { name: "rateLimit", interceptor: rateLimit(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST, deps.metrics?.onRateLimited) },
     { name: "responseTimeLog", interceptor: responseTimeLog(config.RESPONSE_TIME_LOG_ERROR_ONLY) },

@@ -6,7 +6,8 @@ const FLUSH_MS = 250;
 
 const MESSAGE = "the server is shutting down: retry on another replica";
 
-const TRAILERS = { "grpc-status": String(Code.UNAVAILABLE), "grpc-message": encodeURIComponent(MESSAGE) };
+// retry-after (seconds), as SHUTTING_DOWN carries: the gateway's HTTP clients of these calls get it as Retry-After on their 503.
+const TRAILERS = { "grpc-status": String(Code.UNAVAILABLE), "grpc-message": encodeURIComponent(MESSAGE), "retry-after": "1" };
 const TRAILERS_ONLY = { ":status": 200, "content-type": "application/grpc+proto", ...TRAILERS };
 
 /**
