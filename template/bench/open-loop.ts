@@ -4,8 +4,8 @@
 // paces each connection's requests within its -m streams, which still closes the loop at -m.
 //
 // Hand-written over node:http2 rather than grpc-js: the generator must offer twice what the server takes, on
-// one CPU, and a grpc-js client costs more per call than the server does. Each call is the bench's prebuilt
-// Echo frame (lib.ts); its gRPC status comes from the trailers (or a trailers-only answer), since the HTTP
+// one CPU, and a grpc-js client costs more per call than the server does. Each call is a prebuilt Echo frame
+// (lib.ts's, or one with work_us); its gRPC status comes from the trailers (or a trailers-only answer), since the HTTP
 // status of a refused call is 200 too. Latency is measured from the moment the call was due, not from when it
 // was sent: a generator that falls behind must not hide the wait (coordinated omission).
 
@@ -30,6 +30,8 @@ export interface OpenLoopResult {
   p50: number;
   p99: number;
   max: number;
+  /** Per second of the run, by when the calls were due: OK calls, refused calls and the p99 of the OK ones (ms). */
+  timeline: { ok: number; refused: number; p99: number }[];
 }
 
 export interface OpenLoopOptions {
@@ -42,6 +44,8 @@ export interface OpenLoopOptions {
   deadlineMs?: number;
   /** How long to wait for the last calls after the run. */
   graceMs?: number;
+  /** The file with the gRPC frame each call sends (default: the bench's Echo request). */
+  body?: string;
 }
 
 const TICK_MS = 1;
@@ -53,8 +57,9 @@ export async function openLoop({
   connections = 16,
   deadlineMs = 2000,
   graceMs = 3000,
+  body = GRPC_BODY,
 }: OpenLoopOptions): Promise<OpenLoopResult> {
-  const frame = readFileSync(GRPC_BODY);
+  const frame = readFileSync(body);
   const sessions = await Promise.all(
     Array.from(
       { length: connections },
@@ -75,6 +80,8 @@ export async function openLoop({
     "grpc-timeout": `${deadlineMs}m`,
   };
   const latencies: number[] = [];
+  const okDue: number[] = [];
+  const refusedDue: number[] = [];
   let sent = 0;
   let done = 0;
   let ok = 0;
@@ -105,8 +112,11 @@ export async function openLoop({
         ok++;
         if (now <= end) okInWindow++;
         latencies.push(now - due);
-      } else if (status === "14") unavailable++;
-      else if (status === "4") deadlineExceeded++;
+        okDue.push(due);
+      } else if (status === "14") {
+        unavailable++;
+        refusedDue.push(due);
+      } else if (status === "4") deadlineExceeded++;
       else otherErrors++;
     });
     stream.resume();
@@ -130,6 +140,15 @@ export async function openLoop({
   while (done < sent && performance.now() < graceEnd) await new Promise((r) => setTimeout(r, 20));
   const unfinished = sent - done;
   for (const s of sessions) s.destroy();
+  const timeline = Array.from({ length: Math.ceil(seconds) }, (_, i) => {
+    const inSecond = (due: number) => Math.floor((due - start) / 1000) === i;
+    const lat = Float64Array.from(latencies.filter((_, j) => inSecond(okDue[j]!))).sort();
+    return {
+      ok: lat.length,
+      refused: refusedDue.filter(inSecond).length,
+      p99: lat[Math.min(lat.length - 1, Math.floor(0.99 * lat.length))] ?? Number.NaN,
+    };
+  });
   const sorted = Float64Array.from(latencies).sort();
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
   return {
@@ -144,5 +163,6 @@ export async function openLoop({
     p50: at(0.5),
     p99: at(0.99),
     max: sorted.length > 0 ? sorted[sorted.length - 1]! : Number.NaN,
+    timeline,
   };
 }

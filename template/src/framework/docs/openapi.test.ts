@@ -247,6 +247,7 @@ describe("OpenAPI document of the FixtureService", () => {
         ["traceId", "query"],
         ["debug", "query"],
         ["delayMs", "query"],
+        ["workUs", "query"],
       ],
     );
     assert.deepEqual(param(get, "debug"), { name: "debug", in: "query", required: false, type: "boolean" });

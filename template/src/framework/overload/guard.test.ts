@@ -1,11 +1,31 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { OverloadGuard, type ShedReason } from "./guard.js";
+import { type CallKind, type LoopSample, OverloadGuard, type ShedReason } from "./guard.js";
 
 /** What a transport does with a new call: count it, and ask only when over the limit. */
-function arrive(guard: OverloadGuard, exempt = false): "admitted" | "refused" {
-  return ++guard.inFlight > guard.limit && guard.refuse(exempt) ? "refused" : "admitted";
+function arrive(guard: OverloadGuard, kind: CallKind = "call"): "admitted" | "refused" {
+  return ++guard.inFlight > guard.limit && guard.refuse(kind) ? "refused" : "admitted";
 }
+
+/** A clock the test moves (ms). */
+class Clock {
+  t = 1000;
+  readonly now = (): number => this.t;
+}
+
+/** The defaults (OVERLOAD_MAX_EVENT_LOOP_DELAY_MS 10, OVERLOAD_MAX_EVENT_LOOP_UTILIZATION 0.9), no in-flight limit. */
+function defaults(shed: ShedReason[] = [], clock = new Clock()): OverloadGuard {
+  return new OverloadGuard({ maxEventLoopDelayMs: 10, maxEventLoopUtilization: 0.9, maxInFlightCalls: 0 }, (r) => shed.push(r), clock.now);
+}
+
+/** A sample this long (ms) with this mean timer delay and utilisation. */
+function sample(guard: OverloadGuard, delayMs: number, utilization: number, elapsedMs = 100): void {
+  const s: LoopSample = { delayMs, utilization, elapsedMs };
+  guard.sample(s);
+}
+
+const OVERLOADED = [100, 0.95] as const; // a climbing delay on a busy loop: calls wait in front of it
+const CALM = [2, 0.5] as const;
 
 test("beyond MAX_IN_FLIGHT_CALLS a call is refused and counted, an exempt one is served; an ended call frees its place", () => {
   const shed: ShedReason[] = [];
@@ -14,12 +34,13 @@ test("beyond MAX_IN_FLIGHT_CALLS a call is refused and counted, an exempt one is
   assert.equal(guard.sampling, false);
   assert.deepEqual([arrive(guard), arrive(guard), arrive(guard)], ["admitted", "admitted", "refused"]);
   assert.equal(guard.inFlight, 2, "a refused call is not in flight");
-  assert.equal(arrive(guard, true), "admitted", "health, readiness, metrics and reflection are served");
+  assert.equal(arrive(guard, "stream"), "refused", "a stream is refused beyond the limit too");
+  assert.equal(arrive(guard, "exempt"), "admitted", "health, readiness, metrics and reflection are served");
   assert.equal(guard.inFlight, 3);
   guard.release();
   guard.release();
   assert.equal(arrive(guard), "admitted");
-  assert.deepEqual(shed, ["in_flight"]);
+  assert.deepEqual(shed, ["in_flight", "in_flight"]);
 });
 
 test("with every check at 0 nothing is limited and the loop is not sampled", () => {
@@ -40,4 +61,109 @@ test("an event-loop check alone samples the loop; the in-flight limit is then un
   assert.equal(guard.saturated, undefined);
   assert.equal(arrive(guard), "admitted");
   guard.stop();
+});
+
+test("an overload is judged on the share of recent time over both bars: utilisation wandering around its bar engages it", () => {
+  const guard = defaults();
+  // Over, over, then one at 0.88 (a run of samples in a row breaks), and so on.
+  for (const elu of [0.95, 0.93, 0.88, 0.92, 0.97, 0.89, 0.91]) sample(guard, 100, elu);
+  assert.equal(guard.saturated, undefined, "5 of 7 samples over: not yet");
+  sample(guard, 100, 0.92);
+  assert.equal(guard.saturated, "event_loop_delay");
+  assert.equal(guard.limit, 0, "every new call goes to refuse()");
+});
+
+test("five samples over in a row engage it, four do not; one long turn of a second does", () => {
+  const guard = defaults();
+  for (let i = 0; i < 4; i++) sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, undefined);
+  sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, "event_loop_delay");
+
+  const other = defaults();
+  sample(other, ...CALM);
+  sample(other, 900, 1, 1000); // a backlog read in one go: the sampling timer ran once in a second
+  assert.equal(other.saturated, "event_loop_delay");
+});
+
+test("a burst of 4 samples, a closed loop at capacity and a late but idle loop are not an overload", () => {
+  const guard = defaults();
+  // A burst: 400 ms over both bars (a GC storm, clients reconnecting), then calm.
+  for (let i = 0; i < 4; i++) sample(guard, ...OVERLOADED);
+  for (let i = 0; i < 20; i++) sample(guard, ...CALM);
+  // A closed loop at capacity: busy all the time, but calls are answered as fast as they come (short turns).
+  for (let i = 0; i < 100; i++) sample(guard, 5, 1);
+  // A starved CPU at low load: timers late, the loop mostly idle.
+  for (let i = 0; i < 100; i++) sample(guard, 80, 0.3);
+  assert.equal(guard.saturated, undefined);
+  assert.equal(guard.limit, Number.POSITIVE_INFINITY);
+  for (let i = 0; i < 1000; i++) assert.equal(arrive(guard), "admitted");
+});
+
+test("while overloaded, a call is refused once the loop's turn has run long; the next turn admits again; streams and probes are served", () => {
+  const shed: ShedReason[] = [];
+  const clock = new Clock();
+  const guard = defaults(shed, clock);
+  for (let i = 0; i < 5; i++) sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, "event_loop_delay");
+  // A turn: the loop was at its timers at t (engaged just then); calls are admitted for half the 10 ms bar
+  // (plus the 5 ms the ticking timer may be behind), the rest of the turn is refused.
+  clock.t += 3;
+  assert.deepEqual([arrive(guard), arrive(guard)], ["admitted", "admitted"]);
+  clock.t += 7;
+  assert.equal(arrive(guard), "admitted", "10 ms after the timers ran");
+  clock.t += 1;
+  assert.deepEqual([arrive(guard), arrive(guard), arrive(guard)], ["refused", "refused", "refused"]);
+  assert.deepEqual(shed, ["event_loop_delay", "event_loop_delay", "event_loop_delay"]);
+  assert.equal(guard.inFlight, 3, "refused calls are not in flight");
+  shed.length = 0;
+  assert.equal(arrive(guard, "stream"), "admitted", "a new SSE, WebSocket or streaming call is one arrival, not a rate");
+  assert.equal(arrive(guard, "exempt"), "admitted");
+  // The next turn: the loop got round to its timers, 6 ms late (11 ms after the last time, every 5 ms): what
+  // it reads waited already, so 4 ms of the 10 are left.
+  guard.tick();
+  assert.equal(arrive(guard), "admitted");
+  clock.t += 5;
+  assert.equal(arrive(guard), "refused");
+  // A turn after the loop was held up 150 ms (by other work): everything it reads waited that long.
+  clock.t += 150;
+  guard.tick();
+  assert.equal(arrive(guard), "refused");
+  clock.t += 5;
+  guard.tick(); // on time again
+  assert.equal(arrive(guard), "admitted");
+  sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, "event_loop_delay", "calls were refused in the last sample: still governed");
+});
+
+test("once a sample passes with nothing refused, calls are no longer governed, and a new overload needs the share again", () => {
+  const guard = defaults();
+  for (let i = 0; i < 5; i++) sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, "event_loop_delay");
+  sample(guard, ...OVERLOADED); // no call came, but the loop is still held up: still governed
+  assert.equal(guard.saturated, "event_loop_delay");
+  sample(guard, ...CALM); // no turn ran long
+  assert.equal(guard.saturated, undefined);
+  assert.equal(guard.limit, Number.POSITIVE_INFINITY);
+  for (let i = 0; i < 4; i++) sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, undefined);
+  sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, "event_loop_delay");
+});
+
+test("with only the utilisation check on, it engages on utilisation and turns of 5 ms", () => {
+  const shed: ShedReason[] = [];
+  const clock = new Clock();
+  const guard = new OverloadGuard(
+    { maxEventLoopDelayMs: 0, maxEventLoopUtilization: 0.9, maxInFlightCalls: 0 },
+    (r) => shed.push(r),
+    clock.now,
+  );
+  for (let i = 0; i < 5; i++) sample(guard, 0, 0.95);
+  assert.equal(guard.saturated, "event_loop_utilization");
+  clock.t += 10;
+  assert.equal(arrive(guard), "admitted");
+  clock.t += 1;
+  assert.equal(arrive(guard), "refused");
+  assert.deepEqual(shed, ["event_loop_utilization"]);
 });

@@ -5,13 +5,30 @@ import { rootLogger } from "../logging/logger.js";
 export type ShedReason = "event_loop_delay" | "event_loop_utilization" | "in_flight";
 export const SHED_REASONS: readonly ShedReason[] = ["event_loop_delay", "event_loop_utilization", "in_flight"];
 
+/**
+ * What a transport tells `refuse()` about a call over the limit: `call` (a unary call or any new request, governed
+ * by every check), `exempt` (probes, metrics, reflection: never refused) or `stream` (a long-lived stream: SSE,
+ * WebSocket, a gRPC streaming method: refused beyond MAX_IN_FLIGHT_CALLS only, see OverloadGuard).
+ */
+export type CallKind = "call" | "exempt" | "stream";
+
 export interface OverloadSettings {
-  /** Mean event-loop delay (ms) over a sample above which new calls are refused; 0 = off. */
+  /** Mean event-loop delay (ms) over a sample above which the sample counts as overloaded; 0 = off. */
   maxEventLoopDelayMs: number;
-  /** Event-loop utilisation (0–1) over a sample above which new calls are refused; 0 = off. */
+  /** Event-loop utilisation (0–1) over a sample above which the sample counts as overloaded; 0 = off. */
   maxEventLoopUtilization: number;
   /** Calls in flight (gRPC and HTTP) beyond which new calls are refused; 0 = no limit. */
   maxInFlightCalls: number;
+}
+
+/** One sample of the event loop: what `sample()` measures, or a test gives it. */
+export interface LoopSample {
+  /** Mean delay of the loop's timers over the sample, ms. */
+  delayMs: number;
+  /** Fraction of the sample the loop was busy, 0–1. */
+  utilization: number;
+  /** Length of the sample, ms. */
+  elapsedMs: number;
 }
 
 /**
@@ -27,83 +44,111 @@ const LOG_INTERVAL_MS = 10_000;
 /** The `Retry-After` of a refused HTTP call, in seconds: an overload is re-assessed every tenth of one. */
 export const RETRY_AFTER_SECONDS = 1;
 /**
- * The loop must be saturated in this many samples in a row (3 s) before calls are refused: a burst passes, as
- * when a thousand clients connect at once (1-2.5 s on a quiet machine for the bench's 1,000 SSE or WebSocket
- * streams, measured; 300 ms refused up to half of them on a loaded one) or clients reconnect after a rollout;
- * a sustained overload is acted on within 3 s, and from then on within a sample.
+ * How long (ms) the share of time over both bars is averaged over: each sample weighs by its length (1 − e^(−t/τ)),
+ * so a loop whose turns themselves last seconds (a backlog read in one go) is judged on time, not on a count of
+ * samples it rarely gets to take.
  */
-const SUSTAINED_SAMPLES = 30;
-/** While saturated, calls are admitted at this fraction of the rate the process took them in at. */
-const BACK_OFF = 0.9;
-/** A sample that is not saturated while calls are still refused raises the admitted rate by this factor. */
-const PROBE_UP = 1.2;
-/** The admitted rate never falls below this fraction of the highest admission rate seen lately. */
-const FLOOR = 0.1;
-/** The highest admission rate seen decays by this factor per sample (half-life ~7 s). */
-const PEAK_DECAY = 0.99;
-/** The admission bucket holds this many ms of the admitted rate: a burst is let in, not a backlog. */
-const BURST_MS = 5;
+const OVER_TAU_MS = 500;
+/**
+ * The process is overloaded once that share reaches this: 5 samples of 100 ms in a row, or a sliding majority
+ * over a little longer (utilisation wandering around its bar under a real overload, which broke any run of
+ * samples in a row: the rule of 30 in a row never engaged at 2× capacity); a single long pause alone is not.
+ */
+const ENGAGE_SHARE = 0.6;
+/** While overloaded, how often (ms) the loop notes that it got round to its timers: the per-call lateness clock. */
+const TICK_MS = 5;
+/**
+ * While overloaded, a call is refused when the current turn of the loop has run this long (ms) since its timers
+ * last ran (plus up to TICK_MS), less how late they ran: half of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS, or this when
+ * only utilisation is checked.
+ */
+const TURN_FRACTION = 0.5;
+const DEFAULT_TURN_MS = 5;
 
 /**
  * Overload protection for one service process, shared by its gRPC and HTTP ports (what @fastify/under-pressure
  * does for a fastify app, for every transport). A transport counts a call in flight from the moment it is
  * accepted (an HTTP/2 stream, an HTTP request, a WebSocket upgrade) until it closes (`release`), and asks
  * `refuse()` only when `++inFlight > limit`: the per-call cost is an increment, a comparison and a close
- * listener. `limit` is MAX_IN_FLIGHT_CALLS (or Infinity), and 0 while the event loop is saturated, which sends
+ * listener. `limit` is MAX_IN_FLIGHT_CALLS (or Infinity), and 0 while the process is overloaded, which sends
  * every call to `refuse()`.
  *
- * Saturated means the last sample's mean event-loop delay is above OVERLOAD_MAX_EVENT_LOOP_DELAY_MS and its
- * utilisation above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION (either alone when the other is 0): a loop that is
- * late but mostly idle (a pause, a starved CPU at low load) is not refusing work; and only once that has
- * lasted SUSTAINED_SAMPLES. Then calls are not all refused (that would leave the process idle the next moment
- * and swing between all and nothing, with a backlog each time): they are admitted through a token bucket at a
- * little less than the rate the process took calls in at, lowered while the loop stays saturated and raised
- * while it does not, until every call fits again (an adaptive limit as go-zero's shedder and Netflix's
- * concurrency limits keep, on Node's own signal). Admissions, not completions, set the rate: a call that is
- * a long stream completes late or never.
+ * Overloaded means: for most of the last ~half second (OVER_TAU_MS, ENGAGE_SHARE) the loop's mean timer delay
+ * was above OVERLOAD_MAX_EVENT_LOOP_DELAY_MS while its utilisation was above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION
+ * (either alone when the other is 0). Both, because a loop that is late but mostly idle (a starved CPU at low
+ * load) is not refusing work, and a loop busy all the time with short turns (a closed loop at capacity: calls
+ * answered as fast as they come) has no queue. A climbing delay is the sign of one: calls arrive faster than
+ * they are served and wait in the socket buffers in front of the loop, where no count of calls in flight sees
+ * them, and each turn of the loop reads more of them than the last.
+ *
+ * Then a call is refused when it reaches the process late: once the loop's current turn has run half of
+ * OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (less however late the loop got round to its timers before it: what it reads
+ * then waited that long already), the rest of what it reads is refused, cheaply (a fifth of an Echo), and the
+ * next turn starts afresh. Each turn does a bounded amount of work, so what is admitted is served at
+ * once, a backlog in the socket buffers is drained by refusing it, and the process serves about as much as
+ * it can beside refusing the rest. This decides within the turn, where a sample every 100 ms cannot: under
+ * overload one turn reads thousands of calls. It needs no admitted rate to steer: such a rate, lowered while
+ * the loop was busy, sank to its floor, since refusing keeps the loop busy too. Once a sample passes with
+ * nothing refused and the loop under its bars, calls are no longer governed, and a new overload needs the share
+ * again.
+ *
+ * Long-lived streams (SSE, WebSocket, gRPC streaming methods) count in flight but are refused only beyond
+ * MAX_IN_FLIGHT_CALLS: a thousand clients subscribing at once keep the loop busy for a second or two, a burst
+ * that passes, and each stream is one arrival, not a rate.
  */
 export class OverloadGuard {
   /** Calls accepted and not yet closed. */
   inFlight = 0;
   /** A call is admitted at once while `inFlight` (counting it) is at most this; above it, `refuse()` decides. */
   limit: number;
-  /** Why calls are being refused while the loop is saturated; undefined while it is not. */
+  /** Why calls are being governed while the process is overloaded; undefined while it is not. */
   saturated: ShedReason | undefined;
   /** The last sample: mean event-loop delay (ms) and utilisation (0–1). */
   eventLoopDelayMs = 0;
   eventLoopUtilization = 0;
-  /** Calls admitted per ms while saturated. */
-  admittedRate = 0;
   /** Ends a call's count: the transports' close listener (one function, no closure per call). */
   readonly release = (): void => {
     this.inFlight--;
-    this.#completed++;
   };
   readonly #settings: OverloadSettings;
   readonly #onShed: (reason: ShedReason) => void;
   readonly #maxInFlight: number;
+  /** While overloaded, calls are admitted for this long (ms) after the ticking timer ran on time. */
+  readonly #budgetMs: number;
   #histogram: ReturnType<typeof monitorEventLoopDelay> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #elu: EventLoopUtilization | undefined;
   #lastSample = 0;
-  #completed = 0;
-  #completedAtSample = 0;
-  #inFlightAtSample = 0;
-  /** Saturated samples in a row. */
-  #overSamples = 0;
-  /** The highest admission rate (calls/ms) seen lately. */
-  #peakRate = 0;
-  /** Calls that reached `refuse()` while saturated since the last sample, and the bucket's state. */
-  #arrivals = 0;
-  #tokens = 0;
-  #refilled = 0;
+  /** The time-weighted share of the recent past spent over both bars (0–1). */
+  #overShare = 0;
+  /** While overloaded: the ticking timer, when it last ran, and until when calls are admitted. */
+  #ticker: NodeJS.Timeout | undefined;
+  #tick = 0;
+  #admitUntil = 0;
+  /**
+   * The loop got round to its timers (the ticking timer's callback; a test calls it): calls read from now on
+   * are admitted for the turn's budget, less how late this tick ran (what the calls read now waited already).
+   */
+  readonly tick = (): void => {
+    const now = this.#now();
+    const late = Math.max(0, now - this.#tick - TICK_MS);
+    this.#tick = now;
+    this.#admitUntil = now + this.#budgetMs - late;
+  };
+  readonly #now: () => number;
+  /** Calls refused for lateness since the last sample. */
+  #refused = 0;
   #shedSinceLog = 0;
   #lastLog = Number.NEGATIVE_INFINITY;
 
-  constructor(settings: OverloadSettings, onShed: (reason: ShedReason) => void = () => {}) {
+  /** `now`: the clock (ms), performance.now but in tests. */
+  constructor(settings: OverloadSettings, onShed: (reason: ShedReason) => void = () => {}, now: () => number = () => performance.now()) {
     this.#settings = settings;
+    this.#now = now;
     this.#onShed = onShed;
     this.#maxInFlight = settings.maxInFlightCalls > 0 ? settings.maxInFlightCalls : Number.POSITIVE_INFINITY;
+    const turnMs = settings.maxEventLoopDelayMs > 0 ? settings.maxEventLoopDelayMs * TURN_FRACTION : DEFAULT_TURN_MS;
+    this.#budgetMs = TICK_MS + turnMs;
     this.limit = this.#maxInFlight;
   }
 
@@ -124,7 +169,6 @@ export class OverloadGuard {
     this.#histogram.enable();
     this.#elu = performance.eventLoopUtilization();
     this.#lastSample = performance.now();
-    this.#completedAtSample = this.#completed;
     this.#timer = setInterval(() => this.sample(), SAMPLE_INTERVAL_MS).unref();
   }
 
@@ -133,54 +177,61 @@ export class OverloadGuard {
     this.#timer = undefined;
     this.#histogram?.disable();
     this.#histogram = undefined;
+    this.#overShare = 0;
+    this.#release();
+  }
+
+  /**
+   * Takes a sample of the event loop since the last one (the timer calls it; a test may pass the sample) and
+   * decides whether calls are governed.
+   */
+  sample(measured?: LoopSample): void {
+    const m = measured ?? this.#measure();
+    if (m === undefined) return;
+    this.eventLoopDelayMs = m.delayMs;
+    this.eventLoopUtilization = m.utilization;
+    const refused = this.#refused;
+    this.#refused = 0;
+    const over = this.#over();
+    const weight = 1 - Math.exp(-Math.max(0, m.elapsedMs) / OVER_TAU_MS);
+    this.#overShare += ((over === undefined ? 0 : 1) - this.#overShare) * weight;
+    if (this.saturated === undefined) {
+      if (over === undefined || this.#overShare < ENGAGE_SHARE) return;
+      this.saturated = over;
+      this.limit = 0;
+      this.#tick = this.#now() - TICK_MS;
+      this.tick();
+      if (this.#timer !== undefined) this.#ticker = setInterval(this.tick, TICK_MS).unref();
+    } else if (refused === 0 && over === undefined) {
+      // The loop keeps up and no turn ran long: every call fits again.
+      this.#overShare = 0;
+      this.#release();
+    }
+  }
+
+  #measure(): LoopSample | undefined {
+    const histogram = this.#histogram;
+    if (histogram === undefined || this.#elu === undefined) return undefined;
+    const now = performance.now();
+    const elapsedMs = Math.max(1, now - this.#lastSample);
+    this.#lastSample = now;
+    // No delay recorded: the loop was blocked for the whole interval (the histogram's own timer never ran).
+    const delay = histogram.count === 0 ? elapsedMs : histogram.mean / 1e6;
+    histogram.reset();
+    const elu = performance.eventLoopUtilization();
+    const utilization = performance.eventLoopUtilization(elu, this.#elu).utilization;
+    this.#elu = elu;
+    return { delayMs: Math.max(0, delay - RESOLUTION_MS), utilization, elapsedMs };
+  }
+
+  #release(): void {
+    clearInterval(this.#ticker);
+    this.#ticker = undefined;
     this.saturated = undefined;
     this.limit = this.#maxInFlight;
   }
 
-  /** Takes a sample of the event loop since the last one and adjusts the admission (the timer calls it). */
-  sample(): void {
-    const histogram = this.#histogram;
-    if (histogram === undefined || this.#elu === undefined) return;
-    const now = performance.now();
-    const elapsed = Math.max(1, now - this.#lastSample);
-    this.#lastSample = now;
-    // No delay recorded: the loop was blocked for the whole interval (the histogram's own timer never ran).
-    const delay = histogram.count === 0 ? elapsed : histogram.mean / 1e6;
-    this.eventLoopDelayMs = Math.max(0, delay - RESOLUTION_MS);
-    histogram.reset();
-    const elu = performance.eventLoopUtilization();
-    this.eventLoopUtilization = performance.eventLoopUtilization(elu, this.#elu).utilization;
-    this.#elu = elu;
-    // Calls admitted since the last sample: those still in flight and those that ended (refused ones are neither).
-    const takenRate = (this.inFlight - this.#inFlightAtSample + this.#completed - this.#completedAtSample) / elapsed;
-    this.#inFlightAtSample = this.inFlight;
-    this.#completedAtSample = this.#completed;
-    this.#peakRate = Math.max(this.#peakRate * PEAK_DECAY, takenRate);
-    const arrivalRate = this.#arrivals / elapsed;
-    this.#arrivals = 0;
-
-    const over = this.#over();
-    this.#overSamples = over === undefined ? 0 : this.#overSamples + 1;
-    if (over !== undefined && (this.saturated !== undefined || this.#overSamples >= SUSTAINED_SAMPLES)) {
-      // Saturated: admit a little less than was taken in (never less than the floor).
-      const target = Math.max(FLOOR * this.#peakRate, BACK_OFF * takenRate);
-      if (this.saturated === undefined) {
-        this.admittedRate = target;
-        this.#tokens = 0;
-        this.#refilled = now;
-      } else this.admittedRate = Math.min(this.admittedRate, target);
-      this.saturated = over;
-      this.limit = 0;
-    } else if (this.saturated !== undefined) {
-      if (arrivalRate <= this.admittedRate) {
-        // Every call fits again.
-        this.saturated = undefined;
-        this.limit = this.#maxInFlight;
-      } else this.admittedRate *= PROBE_UP;
-    }
-  }
-
-  /** The reason the last sample counts as saturated, or undefined. */
+  /** The reason the last sample counts as overloaded (over both bars), or undefined. */
   #over(): ShedReason | undefined {
     const { maxEventLoopDelayMs, maxEventLoopUtilization } = this.#settings;
     const late = maxEventLoopDelayMs <= 0 || this.eventLoopDelayMs > maxEventLoopDelayMs;
@@ -191,24 +242,18 @@ export class OverloadGuard {
 
   /**
    * After `++inFlight > limit`: whether to refuse this call. An exempt call (health, readiness, metrics,
-   * reflection) is served and stays counted. Beyond MAX_IN_FLIGHT_CALLS a call is refused; while the loop is
-   * saturated it is admitted if the bucket has a token. A refused call is counted in `grpc_server_shed_total`,
-   * logged now and then, and no longer in flight (the caller answers it at once).
+   * reflection) is served and stays counted. Beyond MAX_IN_FLIGHT_CALLS a call or stream is refused; while the
+   * process is overloaded a call (not a stream) is refused if the loop's current turn has run long (one clock
+   * read). A refused call is counted in `grpc_server_shed_total`, logged now and then, and no longer in flight
+   * (the caller answers it at once).
    */
-  refuse(exempt: boolean): boolean {
-    if (exempt) return false;
+  refuse(kind: CallKind): boolean {
+    if (kind === "exempt") return false;
     if (this.inFlight > this.#maxInFlight) return this.#shed("in_flight");
     const reason = this.saturated;
-    if (reason === undefined) return false;
-    this.#arrivals++;
-    const now = performance.now();
-    const burst = Math.max(1, this.admittedRate * BURST_MS);
-    this.#tokens = Math.min(burst, this.#tokens + (now - this.#refilled) * this.admittedRate);
-    this.#refilled = now;
-    if (this.#tokens >= 1) {
-      this.#tokens -= 1;
-      return false;
-    }
+    if (reason === undefined || kind === "stream") return false;
+    if (this.#now() <= this.#admitUntil) return false;
+    this.#refused++;
     return this.#shed(reason);
   }
 
@@ -225,7 +270,6 @@ export class OverloadGuard {
           inFlight: this.inFlight,
           eventLoopDelayMs: Math.round(this.eventLoopDelayMs),
           eventLoopUtilization: Math.round(this.eventLoopUtilization * 1000) / 1000,
-          admittedPerSecond: reason === "in_flight" ? undefined : Math.round(this.admittedRate * 1000),
         },
         "overloaded: refusing new calls",
       );

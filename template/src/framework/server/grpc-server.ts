@@ -6,7 +6,7 @@ import type { ServedService } from "../call/handlers.js";
 import { Code, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
-import type { OverloadGuard } from "../overload/guard.js";
+import type { CallKind, OverloadGuard } from "../overload/guard.js";
 import type { OnConnectionRefused } from "./connection-refusals.js";
 import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
 import { GATEWAY_PATH_KEY, grpcHandler, isGatewayHop } from "./grpc-adapter.js";
@@ -95,6 +95,7 @@ export function createGrpcServer({
       permitWithoutCalls: config.GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS,
     },
     overload,
+    streams: new Set(methods.filter((m) => m.info.kind !== "unary").map((m) => m.info.path)),
     peers,
     guard: new ConnectionGuard({
       maxConnections: config.GRPC_MAX_CONNECTIONS,
@@ -143,12 +144,15 @@ function wrapHttp2Servers(
     age,
     keepalive,
     overload,
+    streams,
     guard,
     peers,
   }: {
     age: ConnectionAge;
     keepalive: KeepalivePolicy;
     overload: OverloadGuard | undefined;
+    /** The paths of the streaming methods: long-lived calls, which overload protection governs less (guard.ts). */
+    streams: ReadonlySet<string>;
     guard: ConnectionGuard;
     peers: PeerDirectory | undefined;
   },
@@ -167,7 +171,7 @@ function wrapHttp2Servers(
   guards.set(server, guard);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
-    guardStreams(http2Server, overload);
+    guardStreams(http2Server, overload, streams);
     // After: the listener that routes by content type hands gRPC's streams to the guarded one.
     if (sharing) shareWithHttp(http2Server, sharing.others, sharing.onSession);
     guard.watch(http2Server);
@@ -227,7 +231,7 @@ function shareWithHttp(http2Server: Http2Server, others: StreamListener, onSessi
  * If grpc-js ever registers its listener otherwise, the headers are guarded by a listener of our own in front
  * and overload is not checked on this port (a warning says so; the overload tests fail).
  */
-function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefined): void {
+function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefined, streams: ReadonlySet<string>): void {
   const grpcListeners = http2Server.listeners("stream") as StreamListener[];
   const grpcListener = grpcListeners.length === 1 ? grpcListeners[0] : undefined;
   if (grpcListener === undefined) {
@@ -253,7 +257,7 @@ function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefi
     // The gateway's hop carries a call its HTTP side counted already: counted once, never refused here.
     const hop = headers[GATEWAY_PATH_KEY];
     if (hop === undefined || !isGatewayHop(hop)) {
-      if (++overload.inFlight > overload.limit && overload.refuse(exemptFromShedding(headers))) {
+      if (++overload.inFlight > overload.limit && overload.refuse(callKind(headers, streams))) {
         refuseOverloaded(stream);
         return;
       }
@@ -265,10 +269,16 @@ function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefi
   } as StreamListener);
 }
 
-/** Health checks and reflection: probes and tools, served however loaded the process is (and counted in flight). */
-function exemptFromShedding(headers: IncomingHttpHeaders): boolean {
+/**
+ * What overload protection makes of a call over the limit (asked only then): health checks and reflection are
+ * probes and tools, served however loaded the process is (and counted in flight); a streaming method is a
+ * long-lived stream; anything else a call.
+ */
+function callKind(headers: IncomingHttpHeaders, streams: ReadonlySet<string>): CallKind {
   const path = headers[":path"];
-  return typeof path === "string" && (path.startsWith("/grpc.health.v1.Health/") || path.startsWith("/grpc.reflection."));
+  if (typeof path !== "string") return "call";
+  if (path.startsWith("/grpc.health.v1.Health/") || path.startsWith("/grpc.reflection.")) return "exempt";
+  return streams.has(path) ? "stream" : "call";
 }
 
 /** What grpc-js registers on every stream it takes; a refused one never reaches it. */

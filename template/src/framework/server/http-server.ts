@@ -15,7 +15,7 @@ import { Code, GrpcError, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
-import { type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
+import { type CallKind, type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
@@ -116,6 +116,15 @@ export interface HttpOverload {
 const EXEMPT_PATHS = /^\/(?:healthcheck|readycheck|metrics)(?:[?#]|$)|^\/debug\/pprof(?:[/?#]|$)/;
 
 /**
+ * What overload protection makes of a request over the limit (asked only then): the exempt paths; an event
+ * stream (SSE: `Accept: text/event-stream`) is a long-lived stream, as a WebSocket is; anything else a call.
+ */
+function callKind(req: IncomingMessage): CallKind {
+  if (EXEMPT_PATHS.test(req.url ?? "/")) return "exempt";
+  return req.headers.accept?.includes("text/event-stream") ? "stream" : "call";
+}
+
+/**
  * A call refused because the process is overloaded, before its body is read, in its protocol's form: gRPC-Web
  * as a trailers-only UNAVAILABLE (HTTP 200, as gRPC-Web clients expect), Connect as 503 with its JSON error,
  * anything else (REST, SSE, NDJSON) as 503 with ours; all with `Retry-After`. The connection stays open: Node
@@ -194,7 +203,7 @@ function createLimitedServer(
       return;
     }
     if (guard !== undefined) {
-      if (++guard.inFlight > guard.limit && guard.refuse(EXEMPT_PATHS.test(req.url ?? "/"))) {
+      if (++guard.inFlight > guard.limit && guard.refuse(callKind(req))) {
         refuseOverloaded(req, res, overload!);
         return;
       }
@@ -324,7 +333,7 @@ export function acceptUpgrades(
     requestlessSockets.get(server)?.delete(req.socket);
     if (closingServers.has(server)) return refuseUpgrade(socket, 503, Code.UNAVAILABLE, "server is shutting down");
     if (guard !== undefined) {
-      if (++guard.inFlight > guard.limit && guard.refuse(false)) {
+      if (++guard.inFlight > guard.limit && guard.refuse("stream")) {
         return answerOnSocket(socket, 503, Code.UNAVAILABLE, OVERLOADED_MESSAGE, `Retry-After: ${RETRY_AFTER_SECONDS}\r\n`);
       }
       socket.once("close", guard.release);
