@@ -1,14 +1,17 @@
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { DescMessage, Message, MessageShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { type Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { Metadata } from "@grpc/grpc-js";
+import type { Logger } from "pino";
 import { CallContext } from "../call/context.js";
 import { LazyAbortController } from "../call/lazy-abort.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import type { MethodInfo } from "../call/types.js";
 import { detailsFromMetadata, detailTypes } from "../errors/wire.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
+import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
+import type { BoundMethod } from "../server/methods.js";
 
 // Between our call model and the Connect project's: metadata, and errors with their details.
 
@@ -61,6 +64,20 @@ export function metadataOf(headers: IncomingHttpHeaders): Metadata {
   }
   return md;
 }
+
+/**
+ * A hand-written path for one protocol's most common unary shape (connect-unary.ts, grpc-web-unary.ts): serves
+ * the request and returns true, or returns false at once for anything else, which the Connect project's handler
+ * serves. A request it cannot read or decode is reported to `onRejected` with the code it answers.
+ */
+export type UnaryFastPath = (
+  method: BoundMethod,
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+  log: Logger,
+  onRejected?: OnRejectedBeforeHandler,
+) => boolean;
 
 /**
  * The context of a unary call served straight from the HTTP exchange (the Connect and gRPC-Web fast

@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { fromJsonString, type Message } from "@bufbuild/protobuf";
 import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn } from "../call/deadline.js";
 import { binaryCodec } from "../codec/codec.js";
@@ -12,7 +11,7 @@ import { jsonWriter } from "../gateway/json-writer.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
-import { connectError, fastPathContext } from "./connect-bridge.js";
+import { connectError, fastPathContext, type UnaryFastPath } from "./connect-bridge.js";
 
 /**
  * The Connect protocol's plainest and most common call, a unary POST of `application/json` or
@@ -23,14 +22,7 @@ import { connectError, fastPathContext } from "./connect-bridge.js";
  * (errorToJsonBytes, codeToHttpStatus). Every other request (GET, compression, streams, gRPC-Web, a
  * protocol version other than 1) returns false and goes to the Connect project's handler.
  */
-export function serveConnectUnary(
-  method: BoundMethod,
-  req: IncomingMessage,
-  res: ServerResponse,
-  maxBytes: number,
-  log: Logger,
-  onRejected?: OnRejectedBeforeHandler,
-): boolean {
+export const serveConnectUnary: UnaryFastPath = (method, req, res, maxBytes, log, onRejected) => {
   if (req.method !== "POST") return false;
   const headers = req.headers;
   const type = headers["content-type"];
@@ -83,7 +75,7 @@ export function serveConnectUnary(
       if (!res.headersSent) res.destroy();
     });
   return true;
-}
+};
 
 /**
  * A Connect GET (a NO_SIDE_EFFECTS method, its request in the query) whose `message` cannot be decoded: answered

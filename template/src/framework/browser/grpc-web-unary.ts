@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Message } from "@bufbuild/protobuf";
 import type { Metadata } from "@grpc/grpc-js";
-import type { Logger } from "pino";
 import { runInContext } from "../call/context.js";
 import { deadlineIn, parseGrpcTimeout } from "../call/deadline.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
@@ -10,9 +9,7 @@ import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
-import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
-import type { BoundMethod } from "../server/methods.js";
-import { fastPathContext } from "./connect-bridge.js";
+import { fastPathContext, type UnaryFastPath } from "./connect-bridge.js";
 
 const TRAILER_FLAG = 0x80;
 const CONTENT_TYPE = "application/grpc-web+proto";
@@ -25,14 +22,7 @@ const CONTENT_TYPE = "application/grpc-web+proto";
  * everything else (text and JSON forms, compression, streams) returns false and goes to the Connect
  * project's handler.
  */
-export function serveGrpcWebUnary(
-  method: BoundMethod,
-  req: IncomingMessage,
-  res: ServerResponse,
-  maxBytes: number,
-  log: Logger,
-  onRejected?: OnRejectedBeforeHandler,
-): boolean {
+export const serveGrpcWebUnary: UnaryFastPath = (method, req, res, maxBytes, log, onRejected) => {
   if (req.method !== "POST") return false;
   const headers = req.headers;
   const type = headers["content-type"];
@@ -87,7 +77,7 @@ export function serveGrpcWebUnary(
       if (!res.headersSent) res.destroy();
     });
   return true;
-}
+};
 
 function frame(flag: number, payload: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(5 + payload.byteLength);
