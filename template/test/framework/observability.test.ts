@@ -1,44 +1,12 @@
 import assert from "node:assert/strict";
-import { once } from "node:events";
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
-import { context, propagation, trace } from "@opentelemetry/api";
 import { Code } from "../../src/framework/index.js";
 import { replicaName } from "../../src/framework/logging/logger.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
-
-/** A loopback HTTP receiver that hands each request body to the test as it arrives. */
-async function receiver() {
-  const bodies: { url: string; body: Buffer }[] = [];
-  const waiters: (() => void)[] = [];
-  const server = createServer(async (req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    bodies.push({ url: req.url ?? "", body: Buffer.concat(chunks) });
-    res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    for (const w of waiters.splice(0)) w();
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    bodies,
-    /** Resolves once a received body satisfies `test`. */
-    async waitFor(test: (b: { url: string; body: Buffer }) => boolean) {
-      for (;;) {
-        const found = bodies.find(test);
-        if (found) return found;
-        await new Promise<void>((resolve) => waiters.push(resolve));
-      }
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+import { exportSpansTo, receivedSpans, receiver } from "./support/otlp.js";
 
 describe("error notification", () => {
   test("server errors (Internal, Unavailable…) are reported with the trace ID and stack; client errors are not", async (t) => {
@@ -80,21 +48,7 @@ describe("error notification", () => {
 
 describe("tracing", () => {
   test("with an OTLP endpoint, each call is a server span continuing the caller's traceparent, with framework.trace_id", async (t) => {
-    const otlp = await receiver();
-    const env = {
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlp.port}`,
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-      OTEL_SERVICE_NAME: "tracing-test",
-      OTEL_BSP_SCHEDULE_DELAY: "20",
-    };
-    Object.assign(process.env, env);
-    t.after(async () => {
-      for (const k of Object.keys(env)) delete process.env[k];
-      trace.disable();
-      propagation.disable();
-      context.disable();
-      await otlp.close();
-    });
+    const otlp = await exportSpansTo(t, "tracing-test");
     const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     const parentTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -105,12 +59,7 @@ describe("tracing", () => {
       headers: { traceparent: `00-${parentTrace}-00f067aa0ba902b8-01` },
     });
     assert.equal(res.status, 200);
-    type OtlpSpan = { name: string; traceId: string; kind: number; attributes: { key: string; value: { stringValue?: string } }[] };
-    const spansOf = (b: { body: Buffer }) =>
-      (JSON.parse(b.body.toString()) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((r) =>
-        r.scopeSpans.flatMap((s) => s.spans),
-      );
-    const allSpans = () => otlp.bodies.filter((b) => b.url === "/v1/traces").flatMap(spansOf);
+    const allSpans = () => receivedSpans(otlp);
     await otlp.waitFor(() => allSpans().filter((s) => s.name === "fixture.v1.FixtureService/Echo").length >= 2);
     const spans = allSpans().filter((s) => s.name === "fixture.v1.FixtureService/Echo");
     for (const span of spans) {
@@ -122,34 +71,12 @@ describe("tracing", () => {
   });
 
   test("a traced call's log lines carry the exported span's trace_id and span_id; an OpenMetrics scrape has it as the latency exemplar", async (t) => {
-    const otlp = await receiver();
-    const env = {
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlp.port}`,
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-      OTEL_SERVICE_NAME: "fleet-test",
-      OTEL_BSP_SCHEDULE_DELAY: "20",
-    };
-    Object.assign(process.env, env);
-    t.after(async () => {
-      for (const k of Object.keys(env)) delete process.env[k];
-      trace.disable();
-      propagation.disable();
-      context.disable();
-      await otlp.close();
-    });
+    const otlp = await exportSpansTo(t, "fleet-test");
     const server = await startTestServer([fixtureService]);
     t.after(() => server.close());
     // debug: the handler's own line too ("echo received"), besides the response-time line.
     await server.client(FixtureService).echo({ message: "traced", debug: true, traceId: "fleet-trace" });
-    type OtlpSpan = { name: string; traceId: string; spanId: string };
-    const spans = () =>
-      otlp.bodies
-        .filter((b) => b.url === "/v1/traces")
-        .flatMap((b) =>
-          (JSON.parse(b.body.toString()) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans.flatMap((r) =>
-            r.scopeSpans.flatMap((sc) => sc.spans),
-          ),
-        );
+    const spans = () => receivedSpans(otlp);
     await otlp.waitFor(() => spans().some((sp) => sp.name === "fixture.v1.FixtureService/Echo"));
     const span = spans().find((sp) => sp.name === "fixture.v1.FixtureService/Echo")!;
     assert.match(span.traceId, /^[0-9a-f]{32}$/);

@@ -1,18 +1,15 @@
 /** The real promtool (Debian's prometheus package, installed by CI) accepts the real /metrics output. */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { context, propagation, trace } from "@opentelemetry/api";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { statusOf } from "../../src/framework/testing/status.js";
 import { fixtureService } from "../framework/fixtures/fixture-service.js";
+import { exportSpansTo } from "../framework/support/otlp.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 
 /** `promtool check metrics` reading the exposition on stdin, as Prometheus' own lint does. */
@@ -108,24 +105,7 @@ function promtoolOpenMetrics(text: string): { code: number | null; output: strin
 }
 
 test("Prometheus's OpenMetrics parser (promtool) accepts the OpenMetrics scrape, exemplars of a traced call included", async (t) => {
-  // Spans go to a receiver that takes them and says nothing.
-  const otlp = createServer((req, res) =>
-    req.resume().on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}")),
-  );
-  otlp.listen(0, "127.0.0.1");
-  await once(otlp, "listening");
-  const env = {
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(otlp.address() as AddressInfo).port}`,
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-  };
-  Object.assign(process.env, env);
-  t.after(async () => {
-    for (const k of Object.keys(env)) delete process.env[k];
-    trace.disable();
-    propagation.disable();
-    context.disable();
-    await new Promise((resolve) => otlp.close(resolve));
-  });
+  await exportSpansTo(t); // spans go to a receiver that takes them
   const server = await startTestServer([fixtureService], { OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "1000000" });
   t.after(() => server.close());
   const client = server.client(FixtureService);
