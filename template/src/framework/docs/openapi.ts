@@ -6,7 +6,7 @@ import { rules, type Schema, SchemaBuilder, simpleSchema } from "./schemas.js";
 
 /** What the document says besides the routes. */
 /** What both OpenAPI documents (2.0 and 3.1) say of themselves. */
-export const DOCUMENT_DESCRIPTION =
+const DOCUMENT_DESCRIPTION =
   "Generated from the services' google.api.http rules. Bodies are canonical proto3 JSON (lowerCamelCase names, " +
   "64-bit integers as strings, enums as names). Errors are google.rpc.Status JSON with the HTTP status of their gRPC code.";
 
@@ -27,6 +27,11 @@ export interface OpenApiOptions {
   sse?: boolean;
 }
 
+/** Both documents' `info`. */
+export function documentInfo(options: OpenApiOptions): { title: string; version: string; description: string } {
+  return { title: options.title, version: options.version || "version not set", description: DOCUMENT_DESCRIPTION };
+}
+
 export interface OpenApiDocument {
   swagger: "2.0";
   info: { title: string; version: string; description: string };
@@ -36,7 +41,7 @@ export interface OpenApiDocument {
 export type Parameter = Schema & { name: string; in: "path" | "query" | "body" };
 
 /** OpenAPI 2.0 knows these methods; custom HttpRule kinds outside them cannot be described. */
-export const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch"]);
+const OPENAPI_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch"]);
 const MAX_QUERY_DEPTH = 8;
 /** A google.api.HttpBody on the wire: bytes of the message's own content type, no JSON. */
 const RAW_BYTES: Schema = { type: "string", format: "binary" };
@@ -56,32 +61,22 @@ export function documentStem(services: readonly DescService[]): string {
 export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOptions): OpenApiDocument {
   const schemas = new SchemaBuilder();
   const paths: Record<string, Record<string, unknown>> = {};
-  const bindingCount = new Map<string, number>();
-  const usedTags = new Set<string>();
+  const operations = new Operations(options.sse ?? false);
   const authOn = options.jwt === true || options.apiKey === true;
 
   for (const route of routes) {
+    const started = operations.start(route);
+    if (!started) continue;
+    const { verb, streaming } = started;
     const info = route.method.info;
-    const n = (bindingCount.get(info.path) ?? 0) + 1;
-    bindingCount.set(info.path, n);
-    const verb = route.httpMethod.toLowerCase();
-    if (!OPENAPI_METHODS.has(verb)) continue;
-
     const { path, pathParams } = placePath(route, paths, verb);
-    const service = info.desc.parent;
-    usedTags.add(service.name);
-    // Server-streaming and bidi answer a stream; client-streaming and bidi read one (route.requestStream).
-    const streaming = streamsResponses(info.kind);
     const result = route.rawResponse
       ? RAW_BYTES
       : route.responseBodyField
         ? schemas.field(route.responseBodyField)
         : schemas.message(info.desc.output);
     const operation: Record<string, unknown> = {
-      tags: [service.name],
-      summary: info.desc.name,
-      description: describe(route, streaming, options.sse ?? false),
-      operationId: `${service.name}_${info.desc.name}${n > 1 ? n : ""}`,
+      ...started.operation,
       parameters: [...pathParams, ...bodyParams(route, schemas), ...queryParams(route)],
       responses: {
         "200": route.rawResponse
@@ -115,20 +110,14 @@ export function buildOpenApi(routes: readonly GatewayRoute[], options: OpenApiOp
     if (route.rawResponse) operation.produces = ANY_MEDIA_TYPE;
     else if (streaming) operation.produces = options.sse ? ["application/x-ndjson", "text/event-stream"] : ["application/x-ndjson"];
     if (route.requestStream) operation.consumes = ["application/x-ndjson", "application/json"];
-    if (streaming || route.requestStream) operation["x-stream"] = STREAM_KIND[info.kind];
-    if (info.desc.deprecated) operation.deprecated = true;
-    paths[path]![verb] = operation;
+    paths[path]![verb] = operations.finish(route, streaming, operation);
   }
   schemas.status();
 
   const doc: OpenApiDocument = {
     swagger: "2.0",
-    info: {
-      title: options.title,
-      version: options.version || "version not set",
-      description: DOCUMENT_DESCRIPTION,
-    },
-    tags: options.services.filter((s) => usedTags.has(s.name)).map((s) => ({ name: s.name, description: `gRPC service ${s.typeName}` })),
+    info: documentInfo(options),
+    tags: operations.tags(options.services),
     consumes: ["application/json"],
     produces: ["application/json"],
     paths,
@@ -152,23 +141,78 @@ function securityDefinitions(options: OpenApiOptions): Record<string, Schema> | 
       type: "apiKey",
       in: "header",
       name: "Authorization",
-      description: "A JWT: paste the token alone, as `make token` prints it; it is sent as `Authorization: Bearer` and the token.",
+      description: BEARER_DESCRIPTION,
     };
   }
-  if (options.apiKey) {
-    const description =
-      options.apiKeyForwarded === false
-        ? "One of the service's API keys. Over HTTP it reaches the service only when HTTP_HEADER_PREFIXES includes x-api-key, which it does not now."
-        : "One of the service's API keys.";
-    defs.ApiKeyAuth = { type: "apiKey", in: "header", name: "x-api-key", description };
-  }
+  if (options.apiKey) defs.ApiKeyAuth = apiKeyScheme(options);
   return Object.keys(defs).length > 0 ? defs : undefined;
 }
 
-/** The `x-stream` marker of a streaming operation: which side streams. */
-export const STREAM_KIND: Record<string, string> = { server_streaming: "server", client_streaming: "client", bidi_streaming: "bidi" };
+/** How both documents describe a JWT bearer scheme. */
+export const BEARER_DESCRIPTION =
+  "A JWT: paste the token alone, as `make token` prints it; it is sent as `Authorization: Bearer` and the token.";
 
-export function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
+/** The API-key scheme, the same in both documents. */
+export function apiKeyScheme(options: OpenApiOptions): Schema {
+  const description =
+    options.apiKeyForwarded === false
+      ? "One of the service's API keys. Over HTTP it reaches the service only when HTTP_HEADER_PREFIXES includes x-api-key, which it does not now."
+      : "One of the service's API keys.";
+  return { type: "apiKey", in: "header", name: "x-api-key", description };
+}
+
+/**
+ * What every operation of both documents (2.0 and 3.1) starts from, route by route: its tag (the service), summary,
+ * description and an operationId unique across the method's bindings; then the document's tags, the served
+ * services some operation uses.
+ */
+export class Operations {
+  readonly #bindings = new Map<string, number>();
+  readonly #used = new Set<string>();
+  readonly #sse: boolean;
+
+  constructor(sse: boolean) {
+    this.#sse = sse;
+  }
+
+  /** Counts the route as one of its method's bindings; undefined when OpenAPI has no word for its HTTP method. */
+  start(route: GatewayRoute): { verb: string; streaming: boolean; operation: Record<string, unknown> } | undefined {
+    const info = route.method.info;
+    const n = (this.#bindings.get(info.path) ?? 0) + 1;
+    this.#bindings.set(info.path, n);
+    const verb = route.httpMethod.toLowerCase();
+    if (!OPENAPI_METHODS.has(verb)) return undefined;
+    const service = info.desc.parent;
+    this.#used.add(service.name);
+    // Server-streaming and bidi answer a stream; client-streaming and bidi read one (route.requestStream).
+    const streaming = streamsResponses(info.kind);
+    const operation = {
+      tags: [service.name],
+      summary: info.desc.name,
+      description: describe(route, streaming, this.#sse),
+      operationId: `${service.name}_${info.desc.name}${n > 1 ? n : ""}`,
+    };
+    return { verb, streaming, operation };
+  }
+
+  /** The operation with the fields every operation ends with: the stream kind of a streaming one, `deprecated`. */
+  finish(route: GatewayRoute, streaming: boolean, operation: Record<string, unknown>): Record<string, unknown> {
+    const info = route.method.info;
+    if (streaming || route.requestStream) operation["x-stream"] = STREAM_KIND[info.kind];
+    if (info.desc.deprecated) operation.deprecated = true;
+    return operation;
+  }
+
+  /** The document's tags: the services some operation uses, in the order they are served. */
+  tags(services: readonly DescService[]): { name: string; description: string }[] {
+    return services.filter((s) => this.#used.has(s.name)).map((s) => ({ name: s.name, description: `gRPC service ${s.typeName}` }));
+  }
+}
+
+/** The `x-stream` marker of a streaming operation: which side streams. */
+const STREAM_KIND: Record<string, string> = { server_streaming: "server", client_streaming: "client", bidi_streaming: "bidi" };
+
+function describe(route: GatewayRoute, streaming: boolean, sse: boolean): string {
   const lines = [`gRPC: \`${route.method.info.path}\``];
   if (route.requestStream) {
     lines.push(

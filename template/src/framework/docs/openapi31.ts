@@ -1,14 +1,13 @@
-import { streamsResponses } from "../call/types.js";
 import type { GatewayRoute } from "../gateway/routes.js";
 import {
-  DOCUMENT_DESCRIPTION,
-  describe,
-  OPENAPI_METHODS,
+  apiKeyScheme,
+  BEARER_DESCRIPTION,
+  documentInfo,
   type OpenApiOptions,
+  Operations,
   type Parameter,
   placePath,
   queryParams,
-  STREAM_KIND,
   sortKeys,
 } from "./openapi.js";
 import type { Schema } from "./schemas.js";
@@ -37,27 +36,16 @@ const SSE = "text/event-stream";
 export function buildOpenApi31(routes: readonly GatewayRoute[], options: OpenApi31Options): OpenApi31Document {
   const schemas = new Schema31Builder();
   const paths: Record<string, Record<string, unknown>> = {};
-  const bindingCount = new Map<string, number>();
-  const usedTags = new Set<string>();
+  const operations = new Operations(options.sse ?? false);
   const schemes = securitySchemes(options);
 
   for (const route of routes) {
+    const started = operations.start(route);
+    if (!started) continue;
+    const { verb, streaming } = started;
     const info = route.method.info;
-    const n = (bindingCount.get(info.path) ?? 0) + 1;
-    bindingCount.set(info.path, n);
-    const verb = route.httpMethod.toLowerCase();
-    if (!OPENAPI_METHODS.has(verb)) continue;
-
     const { path, pathParams } = placePath(route, paths, verb);
-    const service = info.desc.parent;
-    usedTags.add(service.name);
-    const streaming = streamsResponses(info.kind);
-    const operation: Record<string, unknown> = {
-      tags: [service.name],
-      summary: info.desc.name,
-      description: describe(route, streaming, options.sse ?? false),
-      operationId: `${service.name}_${info.desc.name}${n > 1 ? n : ""}`,
-    };
+    const operation: Record<string, unknown> = started.operation;
     const parameters = [...pathParams, ...queryParams(route)].map(parameter31);
     if (parameters.length > 0) operation.parameters = parameters;
     const body = requestBody(route, schemas);
@@ -80,21 +68,15 @@ export function buildOpenApi31(routes: readonly GatewayRoute[], options: OpenApi
         }
       }
     }
-    if (streaming || route.requestStream) operation["x-stream"] = STREAM_KIND[info.kind];
-    if (info.desc.deprecated) operation.deprecated = true;
-    paths[path]![verb] = operation;
+    paths[path]![verb] = operations.finish(route, streaming, operation);
   }
   schemas.status();
 
   const doc: OpenApi31Document = {
     openapi: "3.1.1",
-    info: {
-      title: options.title,
-      version: options.version || "version not set",
-      description: DOCUMENT_DESCRIPTION,
-    },
+    info: documentInfo(options),
     jsonSchemaDialect: "https://spec.openapis.org/oas/3.1/dialect/base",
-    tags: options.services.filter((s) => usedTags.has(s.name)).map((s) => ({ name: s.name, description: `gRPC service ${s.typeName}` })),
+    tags: operations.tags(options.services),
     paths,
     components: { schemas: sortKeys(schemas.components), ...(schemes ? { securitySchemes: schemes } : {}) },
   };
@@ -164,7 +146,7 @@ function securitySchemes(options: OpenApi31Options): Record<string, Schema> | un
       type: "http",
       scheme: "bearer",
       bearerFormat: "JWT",
-      description: "A JWT: paste the token alone, as `make token` prints it; it is sent as `Authorization: Bearer` and the token.",
+      description: BEARER_DESCRIPTION,
     };
   }
   if (options.jwt && options.oidcIssuer) {
@@ -174,16 +156,6 @@ function securitySchemes(options: OpenApi31Options): Record<string, Schema> | un
       description: "Tokens from the configured OpenID Connect issuer, sent as a bearer token.",
     };
   }
-  if (options.apiKey) {
-    schemes.ApiKeyAuth = {
-      type: "apiKey",
-      in: "header",
-      name: "x-api-key",
-      description:
-        options.apiKeyForwarded === false
-          ? "One of the service's API keys. Over HTTP it reaches the service only when HTTP_HEADER_PREFIXES includes x-api-key, which it does not now."
-          : "One of the service's API keys.",
-    };
-  }
+  if (options.apiKey) schemes.ApiKeyAuth = apiKeyScheme(options);
   return Object.keys(schemes).length > 0 ? schemes : undefined;
 }
