@@ -27,6 +27,7 @@ import { type Call, type MethodInfo, streamsRequests, streamsResponses } from ".
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
+import { liftRequestTimeout } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
 import { countRefusal } from "./connect-refusals.js";
@@ -226,6 +227,7 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
     router.rpc(method.info.desc as never, implementation(method, method.info.path) as never);
   }
   const unary = new Map(options.methods.filter((m) => m.info.kind === "unary").map((m) => [m.info.path, m]));
+  const streamedBodies = new Set(options.methods.filter((m) => streamsRequests(m.info.kind)).map((m) => m.info.path));
   for (const m of unary.values()) jsonWriter(m.info.desc.output, false); // compiled now for the Connect JSON fast path
   const methodsByPath = new Map<string, string[]>();
   for (const handler of router.handlers) {
@@ -234,15 +236,26 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
       method: handler.allowedMethods,
       url: handler.requestPath,
       exposeHeadRoute: false,
-      onRequest: serve(handler, unary.get(handler.requestPath), options),
+      onRequest: serve(handler, unary.get(handler.requestPath), streamedBodies.has(handler.requestPath), options),
       handler: () => {}, // never reached: the hook answers
     });
   }
   return (path) => methodsByPath.get(path) ?? [];
 }
 
-function serve(handler: UniversalHandler, unary: BoundMethod | undefined, { readMaxBytes, log, onRejected }: BrowserProtocolOptions) {
+/**
+ * The route's hook. `streamedBody`: a client-streaming or bidi method, whose request body lasts as long as the
+ * call. Over HTTP/2 (where Connect serves bidi) the whole-request timeout is lifted, as for the gateway's NDJSON
+ * streams: the call's deadline and shutdown end it. Over HTTP/1.1 it stays, as it was.
+ */
+function serve(
+  handler: UniversalHandler,
+  unary: BoundMethod | undefined,
+  streamedBody: boolean,
+  { readMaxBytes, log, onRejected }: BrowserProtocolOptions,
+) {
   return (req: FastifyRequest, reply: FastifyReply): void => {
+    if (streamedBody && req.raw.httpVersionMajor === 2) liftRequestTimeout(req.raw);
     reply.hijack();
     const res = reply.raw;
     const set = reply.getHeaders();

@@ -142,7 +142,11 @@ export const settings = {
   DISABLE_HTTP_COMPRESSION: setting(p.boolean, false, "Turns off gzip/brotli of HTTP responses"),
   DISABLE_SSE_MARSHALER: setting(p.boolean, false, "Serves streams as NDJSON only, never server-sent events"),
   SSE_HEARTBEAT_SECONDS: setting(p.number(0.01), 15, "Interval of the SSE `: ping` comment"),
-  HTTP_HEADERS_TIMEOUT_SECONDS: setting(p.number(0.01), 10, "An HTTP request's line and headers must arrive within this, else 408"),
+  HTTP_HEADERS_TIMEOUT_SECONDS: setting(
+    p.number(0.01),
+    10,
+    "An HTTP request's line and headers must arrive within this, else 408 (HTTP/2: a connection stopped inside a header block is closed)",
+  ),
   HTTP_REQUEST_TIMEOUT_SECONDS: setting(
     p.number(0.01),
     30,

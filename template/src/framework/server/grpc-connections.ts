@@ -6,15 +6,13 @@ import { type OnConnectionRefused, reportRefusedConnections } from "./connection
 import { firstMessageIn, type WithRequestReader } from "./first-message.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
 import { isGrpcContentType } from "./grpc-content-type.js";
+import { TimeoutBuckets } from "./timeout-buckets.js";
 
 /**
  * Streams on the gateway's own connection: every HTTP call it serves is a gRPC call on that one connection
  * (1,000 SSE clients are 1,000 streams), so it gets this limit in place of GRPC_MAX_CONCURRENT_STREAMS.
  */
 export const GATEWAY_MAX_CONCURRENT_STREAMS = 10_000;
-
-/** Streams the newest bucket holds before its closed ones are dropped. */
-const COMPACT_MIN = 1024;
 
 export interface ConnectionLimits {
   /** GRPC_MAX_CONNECTIONS: 0 for no cap. */
@@ -37,25 +35,35 @@ type Session = ServerHttp2Session & { [GATEWAY]?: true };
  * lifts on the gateway's connection.
  *
  * Calls waiting for their first message are found by one coarse sweep per server rather than a timer per
- * call: each new stream is pushed on the newest of three buckets (an array slot, no allocation per call; closed
- * ones are dropped as it grows), and every half timeout the oldest bucket is checked and emptied, so a stream is
- * looked at once, between one and one and a half timeouts after it opened. A call is ended then unless its first
- * request message has arrived whole (firstMessageIn), it has closed, or the server has answered its headers (a
- * server-streaming or bidi call the server is already talking on is not idle). A message begun and never
- * finished counts as none: a client that sends 5 bytes of a message's prefix, or the prefix and half the
- * message, and then stalls would otherwise hold the stream, and the part grpc-js has buffered (up to
- * GRPC_MAX_RECV_MSG_SIZE a call), for ever.
+ * call (TimeoutBuckets: an array slot a call, no allocation), which looks at each stream once, between one
+ * and one and a half timeouts after it opened. A call is ended then unless its first request message has
+ * arrived whole (firstMessageIn), it has closed, or the server has answered its headers (a server-streaming
+ * or bidi call the server is already talking on is not idle). A message begun and never finished counts as
+ * none: a client that sends 5 bytes of a message's prefix, or the prefix and half the message, and then stalls
+ * would otherwise hold the stream, and the part grpc-js has buffered (up to GRPC_MAX_RECV_MSG_SIZE a call), for
+ * ever.
  */
 export class ConnectionGuard {
   readonly #limits: ConnectionLimits;
-  /** Oldest first; new streams go on the last. Empty when the timeout is off. */
-  readonly #buckets: ServerHttp2Stream[][];
-  #sweeper: NodeJS.Timeout | undefined;
-  #compactAt = COMPACT_MIN;
+  /** Calls waiting for their first message; undefined when the timeout is off. */
+  readonly #waiting: TimeoutBuckets<ServerHttp2Stream> | undefined;
 
   constructor(limits: ConnectionLimits) {
     this.#limits = limits;
-    this.#buckets = limits.firstMessageTimeoutMs > 0 ? [[], [], []] : [];
+    const timeoutMs = limits.firstMessageTimeoutMs;
+    if (timeoutMs > 0) {
+      this.#waiting = new TimeoutBuckets({
+        timeoutMs,
+        slices: 2,
+        settled: (stream) => stream.closed || stream.destroyed,
+        expire: endIfIdle,
+        onExpired: (calls) =>
+          rootLogger().warn(
+            { calls, timeout_s: timeoutMs / 1000 },
+            "gRPC calls ended with DEADLINE_EXCEEDED: request message not received within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
+          ),
+      });
+    }
   }
 
   /** Applies the limits to one of grpc-js's HTTP/2 servers (TCP, TLS or the gateway's Unix socket). */
@@ -69,63 +77,20 @@ export class ConnectionGuard {
       // A Unix socket is the gateway's private hop (0600 in a 0700 directory): no remote address.
       if (session.socket?.remoteAddress === undefined) markGateway(session);
     });
-    const bucketed = this.#buckets.length > 0;
+    const waiting = this.#waiting;
     http2Server.prependListener("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
       const session = stream.session as Session | undefined;
       if (session === undefined || session[GATEWAY] === true) return;
       if (isGatewayHop(headers[GATEWAY_PATH_KEY])) markGateway(session);
       // Only gRPC calls that may still send a message: with SINGLE_PORT, the HTTP port's own HTTP/2 requests
       // come through here too, and a request with END_STREAM on its headers has nothing more to send.
-      else if (bucketed && !stream.endAfterHeaders && isGrpcContentType(headers["content-type"])) this.#track(stream);
+      else if (waiting !== undefined && !stream.endAfterHeaders && isGrpcContentType(headers["content-type"])) waiting.add(stream);
     });
   }
 
   /** Stops the sweep (the server is stopping); the streams still held are the shutdown's to end. */
   close(): void {
-    clearInterval(this.#sweeper);
-    this.#sweeper = undefined;
-    for (const bucket of this.#buckets) bucket.length = 0;
-  }
-
-  #track(stream: ServerHttp2Stream): void {
-    const young = this.#buckets[2]!;
-    young.push(stream);
-    // Closed streams are dropped from time to time, so a flood of short calls (or of resets) is not held
-    // until its sweep: amortised O(1) a call, at most twice the open streams (or COMPACT_MIN) kept.
-    if (young.length >= this.#compactAt) {
-      let kept = 0;
-      for (const s of young) if (!s.closed && !s.destroyed) young[kept++] = s;
-      young.length = kept;
-      this.#compactAt = Math.max(COMPACT_MIN, 2 * kept);
-    }
-    this.#sweeper ??= this.#startSweeping();
-  }
-
-  #startSweeping(): NodeJS.Timeout {
-    const timer = setInterval(() => this.#sweep(), Math.max(1, this.#limits.firstMessageTimeoutMs / 2));
-    timer.unref();
-    return timer;
-  }
-
-  #sweep(): void {
-    const buckets = this.#buckets;
-    const oldest = buckets.shift()!;
-    let ended = 0;
-    for (const stream of oldest) if (endIfIdle(stream)) ended++;
-    oldest.length = 0;
-    buckets.push(oldest);
-    this.#compactAt = COMPACT_MIN;
-    if (ended > 0) {
-      rootLogger().warn(
-        { calls: ended, timeout_s: this.#limits.firstMessageTimeoutMs / 1000 },
-        "gRPC calls ended with DEADLINE_EXCEEDED: request message not received within GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS",
-      );
-    }
-    // Idle: stop waking up until the next stream.
-    if (buckets.every((b) => b.length === 0)) {
-      clearInterval(this.#sweeper);
-      this.#sweeper = undefined;
-    }
+    this.#waiting?.close();
   }
 }
 

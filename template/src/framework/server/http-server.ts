@@ -1,5 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import compress from "@fastify/compress";
@@ -18,6 +19,7 @@ import { statusJson } from "../errors/wire.js";
 import { type CallKind, type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
+import { liftHttp2RequestTimeout } from "./http2-timeouts.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
@@ -239,7 +241,7 @@ function createLimitedServer(
     socket.once("close", () => requestless.delete(socket));
   };
   overloads.set(server, guard);
-  if (versions.http2) http2Sides.set(server, serveBothVersions(server, serve, { tls: versions.tls, http1: track }));
+  if (versions.http2) http2Sides.set(server, serveBothVersions(server, serve, { tls: versions.tls, http1: track, timeouts }));
   else server.on("connection", track);
   // Node answers an Expect other than 100-continue with a bare 417 unless someone listens; ours has the JSON body.
   server.on("checkExpectation", refuseExpectation);
@@ -269,10 +271,12 @@ const streamingRequests = new WeakMap<Duplex, IncomingMessage>();
  * whole-request timeout: Node would otherwise end it with a 408 (or, once the response has begun, abort it
  * mid-way) when HTTP_REQUEST_TIMEOUT_SECONDS has passed since its headers. Node has no option per request;
  * its timeout reaches onClientError, which leaves such a request alone (Node has then taken it off the list
- * it checks, so it is not reported again). The call's deadline, the stream's idle limit and shutdown end it.
+ * it checks, so it is not reported again). Over HTTP/2 the timeout is the framework's own (http2-timeouts.ts),
+ * told through the request's stream. The call's deadline, the stream's idle limit and shutdown end it.
  */
 export function liftRequestTimeout(req: IncomingMessage): void {
-  streamingRequests.set(req.socket, req);
+  if (req.httpVersionMajor === 2) liftHttp2RequestTimeout(req as unknown as Http2ServerRequest);
+  else streamingRequests.set(req.socket, req);
 }
 
 /** The HTTP/2 side of each HTTP port's server (SINGLE_PORT reroutes its connections). */

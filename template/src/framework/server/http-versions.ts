@@ -1,7 +1,14 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Session } from "node:http2";
+import {
+  createServer as createHttp2Server,
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type ServerHttp2Session,
+} from "node:http2";
 import type { Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket, type Server as TlsServer } from "node:tls";
+import { type Http2TimeoutLimits, Http2Timeouts } from "./http2-timeouts.js";
 
 /** What every HTTP/2 connection sends first (RFC 9113 §3.4); an HTTP/1.x request line never starts so. */
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -49,6 +56,8 @@ export interface Http2Side {
   sweeps: number;
   /** Set by closeHttp2Side: new connections are refused. */
   closing: boolean;
+  /** The header and request timeouts of the port's own HTTP/2 requests. */
+  readonly timeouts: Http2Timeouts;
   /** The TLS server in front (HTTP_TLS_*): its setSecureContext puts reloaded certificate files in use. */
   tls?: TlsServer;
 }
@@ -63,7 +72,7 @@ export interface Http2Side {
 export function serveBothVersions(
   server: Server,
   handler: Handler,
-  options: { tls?: HttpTlsFiles | undefined; http1: (socket: Socket) => void },
+  options: { tls?: HttpTlsFiles | undefined; http1: (socket: Socket) => void; timeouts: Http2TimeoutLimits },
 ): Http2Side {
   const [http1Listener] = server.listeners("connection") as ((socket: Socket) => void)[];
   if (server.listenerCount("connection") !== 1 || !http1Listener) throw new Error("the HTTP/1.1 server has no single connection listener");
@@ -72,14 +81,21 @@ export function serveBothVersions(
     options.http1(socket);
     http1Listener.call(server, socket);
   };
+  const timeouts = new Http2Timeouts(options.timeouts);
+  // A function of its own for HTTP/2, so that HTTP/1.1's requests pass no version check.
+  const http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse): void => {
+    timeouts.arrived(req, res);
+    handler(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+  };
   const http2 = createHttp2Server(
     {
       maxSessionMemory: HTTP2_LIMITS.maxSessionMemoryMb,
       settings: { maxConcurrentStreams: HTTP2_LIMITS.maxConcurrentStreams, maxHeaderListSize: HTTP2_LIMITS.maxHeaderListSize },
     },
-    handler as unknown as Parameters<typeof createHttp2Server>[1],
+    http2Handler,
   );
   const side: Http2Side = {
+    timeouts,
     server: http2,
     serveConnection: (socket) => http2.emit("connection", socket),
     sessions: new Set(),
@@ -183,14 +199,18 @@ function onPendingError(this: Socket): void {
 }
 
 /**
- * Keeps an HTTP/2 connection in `side.sessions` while open, closing it (GOAWAY) once idle for idleTimeoutMs unless
- * `idle` is false (gRPC's connections on the single port: grpc-js's keepalive settings govern them, as on the gRPC port).
+ * Keeps an HTTP/2 connection in `side.sessions` while open, closing it (GOAWAY) once idle for idleTimeoutMs and
+ * checking it for a header block that never ends (Http2Timeouts) unless `idle` is false (gRPC's connections on
+ * the single port: grpc-js's settings govern them, as on the gRPC port, whose streams never reach this side's handler).
  */
 export function trackSession(side: Http2Side, session: ServerHttp2Session, idle = true): void {
   if (side.closing) session.close();
   side.sessions.add(session);
   session.once("close", () => side.sessions.delete(session));
-  if (idle) session.setTimeout(HTTP2_LIMITS.idleTimeoutMs, () => session.close());
+  if (idle) {
+    session.setTimeout(HTTP2_LIMITS.idleTimeoutMs, () => session.close());
+    side.timeouts.watch(session);
+  }
 }
 
 /** Closing: connections not yet sorted are destroyed, HTTP/2 ones get a GOAWAY (their open streams finish). */

@@ -1,0 +1,157 @@
+import { type Http2ServerRequest, type Http2ServerResponse, constants as http2Constants, type ServerHttp2Session } from "node:http2";
+import { Code } from "../call/status.js";
+import { statusJson } from "../errors/wire.js";
+import { TimeoutBuckets } from "./timeout-buckets.js";
+
+/** The limits, as HTTP/1.1's: HTTP_HEADERS_TIMEOUT_SECONDS and HTTP_REQUEST_TIMEOUT_SECONDS in milliseconds. */
+export interface Http2TimeoutLimits {
+  headersMs: number;
+  requestMs: number;
+}
+
+/** Set on a stream whose request body streams for a whole call (liftHttp2RequestTimeout). */
+const LIFTED = Symbol("request timeout lifted");
+/** The id of the last stream of a session that reached the request handler. */
+const SEEN = Symbol("last stream served");
+/** A session whose newest stream has not reached the handler: that stream, since when, and the PING sent about it. */
+const SUSPECT = Symbol("header block in progress");
+
+type Stream = Http2ServerRequest["stream"] & { [LIFTED]?: true };
+type Session = ServerHttp2Session & { [SEEN]?: number; [SUSPECT]?: { id: number; since: number; pinged?: number } };
+
+const TIMED_OUT_BODY = statusJson(Code.DEADLINE_EXCEEDED, "request not received in time", []);
+
+/**
+ * The time limits HTTP/1.1 has (Node's headersTimeout and requestTimeout) for HTTP/2 on the HTTP port, which
+ * Node's http2 server does not apply: without them a stream whose request body never ends, or a connection
+ * stopped in the middle of a request's headers, is held for ever (the connection's idle timeout waits for its
+ * open streams, and a header block in progress keeps anything else off the connection).
+ *
+ * - A request whose body has not ended within the request timeout (from its headers) is answered 408 with
+ *   DEADLINE_EXCEEDED, as HTTP/1.1's, and its stream closed (RST_STREAM NO_ERROR: the client stops sending).
+ *   Its handler never takes the part received for the whole body. Requests with END_STREAM on their headers
+ *   (GET and friends) cost nothing; the others take an array slot (TimeoutBuckets), looked at between one and
+ *   1.1 timeouts after their headers. Client-streaming and bidi routes lift it (their calls' deadline and
+ *   HTTP_STREAM_IDLE_TIMEOUT_SECONDS end them).
+ * - Headers: HTTP/2 has no header of a stream before its whole header block is in, and a header block may not
+ *   be interleaved with any other frame. nghttp2 reports the last stream whose header block has begun
+ *   (`state.lastProcStreamID`); a session on which that stream has not reached the handler for the header
+ *   timeout is sent a PING, and is closed if the answer has not come one sweep later (a client in the middle of
+ *   a header block cannot answer; a stream refused for the session's limits, which never reaches the handler
+ *   either, is cleared by the answer). The sweep runs at a tenth of the header timeout (1 s at most, as Node's
+ *   connectionsCheckingInterval for HTTP/1.1) while sessions are open.
+ * - A request whose client resets its stream before its body's end (RST_STREAM, no END_STREAM) is dropped
+ *   (dropBody): its handler never takes the part received for the whole body, as over HTTP/1.1.
+ */
+export class Http2Timeouts {
+  readonly #limits: Http2TimeoutLimits;
+  readonly #requests: TimeoutBuckets<Http2ServerResponse>;
+  readonly #sessions = new Set<Session>();
+  readonly #sweepMs: number;
+  #sweeper: NodeJS.Timeout | undefined;
+  #sweeps = 0;
+
+  constructor(limits: Http2TimeoutLimits) {
+    this.#limits = limits;
+    this.#requests = new TimeoutBuckets({
+      timeoutMs: Math.max(limits.requestMs, limits.headersMs),
+      slices: 10,
+      settled: (res) => res.stream.closed || res.stream.destroyed,
+      expire: expireRequest,
+    });
+    this.#sweepMs = Math.min(1000, Math.max(10, limits.headersMs / 10));
+  }
+
+  /**
+   * A request reaching the handler: per request, a property write; and, unless its headers ended it, an array
+   * slot and a listener (a shared function) for a reset before its body's end.
+   */
+  arrived(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    const stream = req.stream;
+    const session = stream.session as Session | undefined;
+    if (session !== undefined) session[SEEN] = stream.id!;
+    if (!stream.endAfterHeaders) {
+      this.#requests.add(res);
+      req.on("aborted", dropBody);
+    }
+  }
+
+  /** Checks a session for a header block that never ends, while it is open. */
+  watch(session: ServerHttp2Session): void {
+    this.#sessions.add(session);
+    session.once("close", () => this.#sessions.delete(session));
+    this.#sweeper ??= setInterval(() => this.#sweep(), this.#sweepMs).unref();
+  }
+
+  #sweep(): void {
+    const sweeps = ++this.#sweeps;
+    const timeoutSweeps = Math.ceil(this.#limits.headersMs / this.#sweepMs);
+    for (const session of this.#sessions) {
+      if (session.destroyed) continue;
+      const begun = session.state.lastProcStreamID ?? 0;
+      if (begun <= (session[SEEN] ?? 0)) {
+        session[SUSPECT] = undefined;
+        continue;
+      }
+      const suspect = session[SUSPECT];
+      if (suspect === undefined || suspect.id !== begun) session[SUSPECT] = { id: begun, since: sweeps };
+      else if (suspect.pinged !== undefined) {
+        if (sweeps > suspect.pinged) session.destroy();
+      } else if (sweeps - suspect.since >= timeoutSweeps) {
+        suspect.pinged = sweeps;
+        ping(session, begun);
+      }
+    }
+    if (this.#sessions.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
+  }
+}
+
+/** Asks the client for a PING answer: one that comes means stream `id` is not a header block in progress. */
+function ping(session: Session, id: number): void {
+  try {
+    session.ping((err) => {
+      if (err === null && (session[SEEN] ?? 0) < id) session[SEEN] = id;
+      session[SUSPECT] = undefined;
+    });
+  } catch {
+    // Node's limit of unanswered PINGs: the next sweeps close the session.
+  }
+}
+
+/**
+ * A request whose client reset its stream before its body's end. Node's compatibility layer then ends the
+ * request's body as if complete when the stream closes, and fastify would parse the part received and run the
+ * handler with it (HTTP/1.1 reports such a body as an error instead). Destroyed first (with no error: no listener
+ * may be there to take one), the request never ends, so nothing runs; the client is gone.
+ */
+function dropBody(this: Http2ServerRequest): void {
+  this.destroy();
+}
+
+/**
+ * Exempts a request whose body streams for a whole call (client-streaming and bidi routes) from the request
+ * timeout: its call's deadline, HTTP_STREAM_IDLE_TIMEOUT_SECONDS and shutdown end it.
+ */
+export function liftHttp2RequestTimeout(req: Http2ServerRequest): void {
+  (req.stream as Stream)[LIFTED] = true;
+}
+
+/**
+ * A request past its time: unless its body has ended (END_STREAM received: the server is slow, not the client)
+ * or it is exempt, 408 if nothing was answered yet, then the stream is closed. The request object is destroyed
+ * first (with no error: no listener may be there to take one), so that the stream's close, which Node's
+ * compatibility layer reports as the body's end, does not hand a handler the part received as a whole body.
+ */
+function expireRequest(res: Http2ServerResponse): boolean {
+  const stream = res.stream as Stream;
+  if (stream[LIFTED] === true || stream.state.remoteClose === 1) return false;
+  if (!res.headersSent) {
+    res.writeHead(408, { "content-type": "application/json", "content-length": Buffer.byteLength(TIMED_OUT_BODY) }).end(TIMED_OUT_BODY);
+  }
+  res.req.destroy();
+  stream.close(http2Constants.NGHTTP2_NO_ERROR);
+  return true;
+}

@@ -1,0 +1,79 @@
+/** Items the newest bucket holds before its settled ones are dropped. */
+const COMPACT_MIN = 1024;
+
+export interface TimeoutBucketsOptions<T> {
+  /** An item is looked at once, between this and this plus one slice after it was added. */
+  timeoutMs: number;
+  /** Sweeps per timeout: more is closer to the timeout, at one wake-up per slice while items wait. */
+  slices: number;
+  /** Whether an item needs no look any more (closed): such items are dropped as the newest bucket grows. */
+  settled: (item: T) => boolean;
+  /** Looks at an item whose time is up; true if it ended it. */
+  expire: (item: T) => boolean;
+  /** Told after each sweep that ended items, with how many. */
+  onExpired?: (ended: number) => void;
+}
+
+/**
+ * A time limit for many items at the cost of one timer, not one per item: each added item is pushed on the
+ * newest of `slices + 1` buckets (an array slot: no allocation per item), and once a slice the oldest bucket
+ * is looked at and emptied, so an item is looked at once, between one timeout and one timeout plus a slice
+ * after it was added. Settled items are dropped as the newest bucket grows (amortised O(1) an item, at most
+ * twice the unsettled ones kept), so a flood of short-lived items is not held until its sweep. The timer runs
+ * only while some bucket holds an item, and never keeps the process alive.
+ */
+export class TimeoutBuckets<T> {
+  readonly #options: TimeoutBucketsOptions<T>;
+  /** Oldest first; new items go on the last. */
+  readonly #buckets: T[][];
+  #sweeper: NodeJS.Timeout | undefined;
+  #compactAt = COMPACT_MIN;
+
+  constructor(options: TimeoutBucketsOptions<T>) {
+    this.#options = options;
+    this.#buckets = Array.from({ length: options.slices + 1 }, () => []);
+  }
+
+  add(item: T): void {
+    const young = this.#buckets[this.#buckets.length - 1]!;
+    young.push(item);
+    if (young.length >= this.#compactAt) {
+      const { settled } = this.#options;
+      let kept = 0;
+      for (const i of young) if (!settled(i)) young[kept++] = i;
+      young.length = kept;
+      this.#compactAt = Math.max(COMPACT_MIN, 2 * kept);
+    }
+    this.#sweeper ??= this.#startSweeping();
+  }
+
+  /** Stops the sweep and forgets every item. */
+  close(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+    for (const bucket of this.#buckets) bucket.length = 0;
+  }
+
+  #startSweeping(): NodeJS.Timeout {
+    const timer = setInterval(() => this.#sweep(), Math.max(1, this.#options.timeoutMs / this.#options.slices));
+    timer.unref();
+    return timer;
+  }
+
+  #sweep(): void {
+    const buckets = this.#buckets;
+    const oldest = buckets.shift()!;
+    const { settled, expire, onExpired } = this.#options;
+    let ended = 0;
+    for (const item of oldest) if (!settled(item) && expire(item)) ended++;
+    oldest.length = 0;
+    buckets.push(oldest);
+    this.#compactAt = COMPACT_MIN;
+    if (ended > 0) onExpired?.(ended);
+    // Idle: stop waking up until the next item.
+    if (buckets.every((b) => b.length === 0)) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
+  }
+}
