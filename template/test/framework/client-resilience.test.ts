@@ -154,27 +154,31 @@ test("retries keep the caller's deadline: a retry that cannot finish in time end
   assert.equal(state.calls, 1, "the one attempt before the back-off");
 });
 
-test("hedging: a NO_SIDE_EFFECTS method is sent again after delayMs, the first answer wins, the slow attempt is cancelled", {
-  timeout: 8000,
-}, async (t) => {
-  const { server: downstream, state } = await startDownstream();
-  const service = await startTestServer([fixtureService]);
-  t.after(() => service.close());
-  const client = service.app.createClient(FixtureService, downstream.grpcAddress, {
-    methods: { echo: { hedging: { maxAttempts: 2, delayMs: 50 } } },
-  });
-  t.after(() => client.close());
-  assert.equal((await client.echo({ message: "hedged" })).message, "hedged #2", "the second attempt's answer");
-  assert.equal(state.echoes.length, 2);
-  await state.echoes[0]?.cancelled; // the slow first attempt is cancelled (else the test times out)
-  const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
-  assert.equal(sample(metrics, "grpc_client_hedges_total", "Echo"), 1);
-  assert.equal(sample(metrics, "grpc_client_attempts_total", "Echo"), 2);
-  assert.throws(
-    () => createClient(FixtureService, downstream.grpcAddress, { methods: { fail: { hedging: { maxAttempts: 2, delayMs: 50 } } } }),
-    /Fail may not be hedged: its proto must say option idempotency_level = IDEMPOTENT or NO_SIDE_EFFECTS/,
-  );
-});
+test(
+  "hedging: a NO_SIDE_EFFECTS method is sent again after delayMs, the first answer wins, the slow attempt is cancelled",
+  {
+    timeout: 8000,
+  },
+  async (t) => {
+    const { server: downstream, state } = await startDownstream();
+    const service = await startTestServer([fixtureService]);
+    t.after(() => service.close());
+    const client = service.app.createClient(FixtureService, downstream.grpcAddress, {
+      methods: { echo: { hedging: { maxAttempts: 2, delayMs: 50 } } },
+    });
+    t.after(() => client.close());
+    assert.equal((await client.echo({ message: "hedged" })).message, "hedged #2", "the second attempt's answer");
+    assert.equal(state.echoes.length, 2);
+    await state.echoes[0]?.cancelled; // the slow first attempt is cancelled (else the test times out)
+    const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
+    assert.equal(sample(metrics, "grpc_client_hedges_total", "Echo"), 1);
+    assert.equal(sample(metrics, "grpc_client_attempts_total", "Echo"), 2);
+    assert.throws(
+      () => createClient(FixtureService, downstream.grpcAddress, { methods: { fail: { hedging: { maxAttempts: 2, delayMs: 50 } } } }),
+      /Fail may not be hedged: its proto must say option idempotency_level = IDEMPOTENT or NO_SIDE_EFFECTS/,
+    );
+  },
+);
 
 test("a call in debug mode logs each outbound call: dependency, method, code and attempts", async (t) => {
   const { server: downstream, state } = await startDownstream((n) => (n <= 2 ? Code.UNAVAILABLE : Code.OK));

@@ -82,46 +82,58 @@ async function firstGoaway(address: string, open?: (session: ReturnType<typeof c
   return { code, lastStreamId, data: data?.toString() ?? "" };
 }
 
-test("a connection at its maximum age is sent GOAWAY and the client's next call goes over a new connection", {
-  timeout: TEST_TIMEOUT_MS,
-}, async () => {
-  const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.3", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "5" });
-  // The first GOAWAY refuses no stream (the highest ID): calls the client sent before reading it are served.
-  assert.deepEqual(await firstGoaway(server.grpcAddress), { code: constants.NGHTTP2_NO_ERROR, lastStreamId: 2 ** 31 - 1, data: "max_age" });
+test(
+  "a connection at its maximum age is sent GOAWAY and the client's next call goes over a new connection",
+  {
+    timeout: TEST_TIMEOUT_MS,
+  },
+  async () => {
+    const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.3", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "5" });
+    // The first GOAWAY refuses no stream (the highest ID): calls the client sent before reading it are served.
+    assert.deepEqual(await firstGoaway(server.grpcAddress), {
+      code: constants.NGHTTP2_NO_ERROR,
+      lastStreamId: 2 ** 31 - 1,
+      data: "max_age",
+    });
 
-  const relay = await relayTo(server.grpcAddress);
-  const client = createClient(FixtureService, relay.address, { maxAttempts: 1 });
-  try {
-    assert.equal((await client.echo({ message: "first" })).message, "first");
-    assert.equal(relay.connections.length, 1);
-    // No call in flight: the server closes the connection right after its GOAWAY.
-    await relay.connections[0]!.closed;
-    assert.equal((await client.echo({ message: "second" })).message, "second");
-    assert.ok(relay.connections.length >= 2, "the second call went over a new connection");
-  } finally {
-    client.close();
-  }
-});
+    const relay = await relayTo(server.grpcAddress);
+    const client = createClient(FixtureService, relay.address, { maxAttempts: 1 });
+    try {
+      assert.equal((await client.echo({ message: "first" })).message, "first");
+      assert.equal(relay.connections.length, 1);
+      // No call in flight: the server closes the connection right after its GOAWAY.
+      await relay.connections[0]!.closed;
+      assert.equal((await client.echo({ message: "second" })).message, "second");
+      assert.ok(relay.connections.length >= 2, "the second call went over a new connection");
+    } finally {
+      client.close();
+    }
+  },
+);
 
-test("a call still running when its connection reaches the maximum age finishes within the grace", {
-  timeout: TEST_TIMEOUT_MS,
-}, async () => {
-  const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.3", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "10" });
-  const relay = await relayTo(server.grpcAddress);
-  const client = createClient(FixtureService, relay.address, { maxAttempts: 1 });
-  try {
-    // Five times the age, well inside the grace.
-    const response = await client.echo({ message: "slow", delayMs: 1500 });
-    assert.equal(response.message, "slow");
-    // The connection was sent GOAWAY while the call ran, and closes now that it is over.
-    await relay.connections[0]!.closed;
-    assert.equal((await client.echo({ message: "after" })).message, "after");
-    // grpc-js reconnects as soon as it reads the GOAWAY (its channel has a call): the new connections age too.
-    assert.ok(relay.connections.length >= 2);
-  } finally {
-    client.close();
-  }
-});
+test(
+  "a call still running when its connection reaches the maximum age finishes within the grace",
+  {
+    timeout: TEST_TIMEOUT_MS,
+  },
+  async () => {
+    const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.3", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "10" });
+    const relay = await relayTo(server.grpcAddress);
+    const client = createClient(FixtureService, relay.address, { maxAttempts: 1 });
+    try {
+      // Five times the age, well inside the grace.
+      const response = await client.echo({ message: "slow", delayMs: 1500 });
+      assert.equal(response.message, "slow");
+      // The connection was sent GOAWAY while the call ran, and closes now that it is over.
+      await relay.connections[0]!.closed;
+      assert.equal((await client.echo({ message: "after" })).message, "after");
+      // grpc-js reconnects as soon as it reads the GOAWAY (its channel has a call): the new connections age too.
+      assert.ok(relay.connections.length >= 2);
+    } finally {
+      client.close();
+    }
+  },
+);
 
 test("a call still running at the maximum age plus the grace is cut", { timeout: TEST_TIMEOUT_MS }, async () => {
   const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.2", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "0.3" });
@@ -130,23 +142,27 @@ test("a call still running at the maximum age plus the grace is cut", { timeout:
   assert.equal(code, Code.UNAVAILABLE);
 });
 
-test("a connection without a call for the idle time is sent GOAWAY; one with a call in flight is not", {
-  timeout: TEST_TIMEOUT_MS,
-}, async () => {
-  const server = await start({ GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS: "0.3" });
-  assert.equal((await firstGoaway(server.grpcAddress)).code, constants.NGHTTP2_NO_ERROR);
+test(
+  "a connection without a call for the idle time is sent GOAWAY; one with a call in flight is not",
+  {
+    timeout: TEST_TIMEOUT_MS,
+  },
+  async () => {
+    const server = await start({ GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS: "0.3" });
+    assert.equal((await firstGoaway(server.grpcAddress)).code, constants.NGHTTP2_NO_ERROR);
 
-  const relay = await relayTo(server.grpcAddress);
-  const client = createClient(FixtureService, relay.address, { maxAttempts: 1 });
-  try {
-    // Busy for five idle times: the connection stays; idle after it, it closes.
-    assert.equal((await client.echo({ message: "busy", delayMs: 1500 })).message, "busy");
-    assert.equal(relay.connections.length, 1);
-    await relay.connections[0]!.closed;
-  } finally {
-    client.close();
-  }
-});
+    const relay = await relayTo(server.grpcAddress);
+    const client = createClient(FixtureService, relay.address, { maxAttempts: 1 });
+    try {
+      // Busy for five idle times: the connection stays; idle after it, it closes.
+      assert.equal((await client.echo({ message: "busy", delayMs: 1500 })).message, "busy");
+      assert.equal(relay.connections.length, 1);
+      await relay.connections[0]!.closed;
+    } finally {
+      client.close();
+    }
+  },
+);
 
 test("with the maximum age and idle time off, a connection is never sent GOAWAY", { timeout: TEST_TIMEOUT_MS }, async () => {
   const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0", GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS: "0" });
@@ -161,40 +177,44 @@ test("with the maximum age and idle time off, a connection is never sent GOAWAY"
   }
 });
 
-test("calls a grpc-js client sends without pause while its connections reach their age all succeed", {
-  timeout: TEST_TIMEOUT_MS,
-}, async () => {
-  const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.3", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "5" });
-  const relay = await relayTo(server.grpcAddress);
-  // grpc-js as a team's client has it: default options. A Node client fails the calls it had queued but not yet
-  // sent when it reads a GOAWAY, as refused; grpc-js resends those by itself (its transparent retry).
-  const client = new GrpcClient(relay.address, credentials.createInsecure());
-  const echo = (message: string) =>
-    new Promise<void>((resolve, reject) =>
-      client.makeUnaryRequest(
-        "/fixture.v1.FixtureService/Echo",
-        (m: EchoRequest) => Buffer.from(toBinary(EchoRequestSchema, m)),
-        (b: Buffer) => b,
-        create(EchoRequestSchema, { message }),
-        (err) => (err ? reject(err) : resolve()),
-      ),
-    );
-  const CALLS = 1000;
-  const CONCURRENCY = 8;
-  let next = 0;
-  const failures: unknown[] = [];
-  try {
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < CALLS) {
-          next++;
-          await echo("x").catch((err: unknown) => failures.push(err));
-        }
-      }),
-    );
-  } finally {
-    client.close();
-  }
-  assert.deepEqual(failures, []);
-  assert.ok(relay.connections.length > 1, `the calls were spread over ${relay.connections.length} connection(s)`);
-});
+test(
+  "calls a grpc-js client sends without pause while its connections reach their age all succeed",
+  {
+    timeout: TEST_TIMEOUT_MS,
+  },
+  async () => {
+    const server = await start({ GRPC_SERVER_MAX_CONNECTION_AGE_SECONDS: "0.3", GRPC_SERVER_MAX_CONNECTION_AGE_GRACE_SECONDS: "5" });
+    const relay = await relayTo(server.grpcAddress);
+    // grpc-js as a team's client has it: default options. A Node client fails the calls it had queued but not yet
+    // sent when it reads a GOAWAY, as refused; grpc-js resends those by itself (its transparent retry).
+    const client = new GrpcClient(relay.address, credentials.createInsecure());
+    const echo = (message: string) =>
+      new Promise<void>((resolve, reject) =>
+        client.makeUnaryRequest(
+          "/fixture.v1.FixtureService/Echo",
+          (m: EchoRequest) => Buffer.from(toBinary(EchoRequestSchema, m)),
+          (b: Buffer) => b,
+          create(EchoRequestSchema, { message }),
+          (err) => (err ? reject(err) : resolve()),
+        ),
+      );
+    const CALLS = 1000;
+    const CONCURRENCY = 8;
+    let next = 0;
+    const failures: unknown[] = [];
+    try {
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < CALLS) {
+            next++;
+            await echo("x").catch((err: unknown) => failures.push(err));
+          }
+        }),
+      );
+    } finally {
+      client.close();
+    }
+    assert.deepEqual(failures, []);
+    assert.ok(relay.connections.length > 1, `the calls were spread over ${relay.connections.length} connection(s)`);
+  },
+);

@@ -119,162 +119,170 @@ async function freshHealthCheck(grpcAddress: string): Promise<ServingStatus | { 
   }
 }
 
-test("SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams finish, readiness fails, new connections are refused, exit 0", {
-  timeout: 60_000,
-}, async (t) => {
-  const service = startServiceProcess(FIXTURE_MAIN, {
-    GRPC_GRACEFUL_DURATION_IN_SECONDS: String(DRAIN_WAIT_SECONDS),
-    SHUTDOWN_DURATION_IN_SECONDS: "15",
-  });
-  const ready = await service.waitForLog("ready", (l) => l.msg === "ready");
-  const { grpcPort, httpPort } = ready as { grpcPort: number; httpPort: number };
-  const grpcAddress = `127.0.0.1:${grpcPort}`;
-  const received = (trace: string) =>
-    service.waitForLog(`echo received for ${trace}`, (l) => l.msg === "echo received" && l.trace === trace);
+test(
+  "SIGTERM loses nothing in flight: slow HTTP and gRPC calls and streams finish, readiness fails, new connections are refused, exit 0",
+  {
+    timeout: 60_000,
+  },
+  async (t) => {
+    const service = startServiceProcess(FIXTURE_MAIN, {
+      GRPC_GRACEFUL_DURATION_IN_SECONDS: String(DRAIN_WAIT_SECONDS),
+      SHUTDOWN_DURATION_IN_SECONDS: "15",
+    });
+    const ready = await service.waitForLog("ready", (l) => l.msg === "ready");
+    const { grpcPort, httpPort } = ready as { grpcPort: number; httpPort: number };
+    const grpcAddress = `127.0.0.1:${grpcPort}`;
+    const received = (trace: string) =>
+      service.waitForLog(`echo received for ${trace}`, (l) => l.msg === "echo received" && l.trace === trace);
 
-  // Slow unary calls: over HTTP on keep-alive connections (as load balancers send them), over gRPC on one channel.
-  // `debug: true` makes the handler log "echo received" with the call's trace ID: the call is in flight.
-  const agent = new Agent({ keepAlive: true });
-  const httpCalls = Array.from({ length: CALLS_PER_PROTOCOL }, (_, i) => {
-    const sent = { message: `http ${i}`, traceId: `drain-http-${i}`, debug: true, delayMs: HTTP_ECHO_MS };
-    return { sent, call: tracked(postJson(httpPort, "/api/v1/echo", sent, agent)) };
-  });
-  const client = createClient(FixtureService, grpcAddress, { maxAttempts: 1 });
-  const health = createClient(Health, grpcAddress, { maxAttempts: 1 });
-  t.after(() => {
-    client.close();
-    health.close();
-    agent.destroy();
-  });
-  const grpcCalls = Array.from({ length: CALLS_PER_PROTOCOL }, (_, i) => {
-    const sent = { message: `grpc ${i}`, traceId: `drain-grpc-${i}`, debug: true, delayMs: GRPC_ECHO_MS };
-    return { sent, call: tracked(client.echo(sent)) };
-  });
-  // Streams: SSE through the gateway, and Countdown over gRPC.
-  const sseStream = sse(httpPort, `/api/v1/countdown/${SSE.from}?interval_ms=${SSE.intervalMs}`);
-  const sseDone = tracked(sseStream.all);
-  let onFirstMessage!: () => void;
-  const grpcStreamStarted = new Promise<void>((resolve) => (onFirstMessage = resolve));
-  const grpcStream = tracked(
-    (async () => {
-      const remaining: number[] = [];
-      for await (const m of client.countdown({ from: GRPC_STREAM.from, intervalMs: GRPC_STREAM.intervalMs })) {
-        remaining.push(m.remaining);
-        if (remaining.length === 1) onFirstMessage();
-      }
-      return remaining;
-    })(),
-  );
-  // A spare connection that never sends a request (clients and health checkers keep such sockets open).
-  const spare = connect(httpPort, "127.0.0.1");
-  t.after(() => spare.destroy());
-  spare.on("error", () => {});
-  const spareClosed = once(spare, "close");
-  await once(spare, "connect");
+    // Slow unary calls: over HTTP on keep-alive connections (as load balancers send them), over gRPC on one channel.
+    // `debug: true` makes the handler log "echo received" with the call's trace ID: the call is in flight.
+    const agent = new Agent({ keepAlive: true });
+    const httpCalls = Array.from({ length: CALLS_PER_PROTOCOL }, (_, i) => {
+      const sent = { message: `http ${i}`, traceId: `drain-http-${i}`, debug: true, delayMs: HTTP_ECHO_MS };
+      return { sent, call: tracked(postJson(httpPort, "/api/v1/echo", sent, agent)) };
+    });
+    const client = createClient(FixtureService, grpcAddress, { maxAttempts: 1 });
+    const health = createClient(Health, grpcAddress, { maxAttempts: 1 });
+    t.after(() => {
+      client.close();
+      health.close();
+      agent.destroy();
+    });
+    const grpcCalls = Array.from({ length: CALLS_PER_PROTOCOL }, (_, i) => {
+      const sent = { message: `grpc ${i}`, traceId: `drain-grpc-${i}`, debug: true, delayMs: GRPC_ECHO_MS };
+      return { sent, call: tracked(client.echo(sent)) };
+    });
+    // Streams: SSE through the gateway, and Countdown over gRPC.
+    const sseStream = sse(httpPort, `/api/v1/countdown/${SSE.from}?interval_ms=${SSE.intervalMs}`);
+    const sseDone = tracked(sseStream.all);
+    let onFirstMessage!: () => void;
+    const grpcStreamStarted = new Promise<void>((resolve) => (onFirstMessage = resolve));
+    const grpcStream = tracked(
+      (async () => {
+        const remaining: number[] = [];
+        for await (const m of client.countdown({ from: GRPC_STREAM.from, intervalMs: GRPC_STREAM.intervalMs })) {
+          remaining.push(m.remaining);
+          if (remaining.length === 1) onFirstMessage();
+        }
+        return remaining;
+      })(),
+    );
+    // A spare connection that never sends a request (clients and health checkers keep such sockets open).
+    const spare = connect(httpPort, "127.0.0.1");
+    t.after(() => spare.destroy());
+    spare.on("error", () => {});
+    const spareClosed = once(spare, "close");
+    await once(spare, "connect");
 
-  await Promise.all([
-    ...httpCalls.map((c) => received(c.sent.traceId)),
-    ...grpcCalls.map((c) => received(c.sent.traceId)),
-    sseStream.first,
-    grpcStreamStarted,
-  ]);
-  service.child.kill("SIGTERM");
+    await Promise.all([
+      ...httpCalls.map((c) => received(c.sent.traceId)),
+      ...grpcCalls.map((c) => received(c.sent.traceId)),
+      sseStream.first,
+      grpcStreamStarted,
+    ]);
+    service.child.kill("SIGTERM");
 
-  // The drain wait: readiness fails at once (the first step, with no preStop hook), while everything still answers.
-  await service.waitForLog("shutting down", (l) => l.msg === "shutting down");
-  assert.equal(await getStatus(httpPort, "/readycheck"), 503, "/readycheck during the drain");
-  assert.equal((await health.check({ service: "" })).status, ServingStatus.NOT_SERVING, "gRPC health during the drain");
-  assert.equal((await health.check({ service: FixtureService.typeName })).status, ServingStatus.NOT_SERVING);
+    // The drain wait: readiness fails at once (the first step, with no preStop hook), while everything still answers.
+    await service.waitForLog("shutting down", (l) => l.msg === "shutting down");
+    assert.equal(await getStatus(httpPort, "/readycheck"), 503, "/readycheck during the drain");
+    assert.equal((await health.check({ service: "" })).status, ServingStatus.NOT_SERVING, "gRPC health during the drain");
+    assert.equal((await health.check({ service: FixtureService.typeName })).status, ServingStatus.NOT_SERVING);
 
-  // HTTP stops accepting after the drain wait, while its calls still run.
-  let httpOutcome: number | string;
-  while ((httpOutcome = await getStatus(httpPort, "/healthcheck", PROBE_GIVE_UP_MS)) !== "ECONNREFUSED") await pause(PROBE_PAUSE_MS);
-  // Not asserted: that HTTP refuses while its calls still run. The check failed about one run in four (HTTP
-  // seen refusing only after its 6 s calls had ended); the cause is not found yet (see the session note).
+    // HTTP stops accepting after the drain wait, while its calls still run.
+    let httpOutcome: number | string;
+    while ((httpOutcome = await getStatus(httpPort, "/healthcheck", PROBE_GIVE_UP_MS)) !== "ECONNREFUSED") await pause(PROBE_PAUSE_MS);
+    // Not asserted: that HTTP refuses while its calls still run. The check failed about one run in four (HTTP
+    // seen refusing only after its 6 s calls had ended); the cause is not found yet (see the session note).
 
-  // gRPC stops accepting once HTTP has drained, while its calls still run.
-  let grpcOutcome: ServingStatus | { code: number };
-  while (typeof (grpcOutcome = await freshHealthCheck(grpcAddress)) === "number") await pause(PROBE_PAUSE_MS);
-  assert.equal(grpcOutcome.code, Code.UNAVAILABLE, "a new gRPC connection once the server closed");
-  const grpcStillRunning = grpcCalls.filter((c) => !c.call.settled()).length + (grpcStream.settled() ? 0 : 1);
-  assert.ok(
-    grpcStillRunning > 0,
-    "gRPC stopped accepting only after its calls had ended: HTTP's drain ended late, or the calls are too short for the timeline",
-  );
+    // gRPC stops accepting once HTTP has drained, while its calls still run.
+    let grpcOutcome: ServingStatus | { code: number };
+    while (typeof (grpcOutcome = await freshHealthCheck(grpcAddress)) === "number") await pause(PROBE_PAUSE_MS);
+    assert.equal(grpcOutcome.code, Code.UNAVAILABLE, "a new gRPC connection once the server closed");
+    const grpcStillRunning = grpcCalls.filter((c) => !c.call.settled()).length + (grpcStream.settled() ? 0 : 1);
+    assert.ok(
+      grpcStillRunning > 0,
+      "gRPC stopped accepting only after its calls had ended: HTTP's drain ended late, or the calls are too short for the timeline",
+    );
 
-  // Every call ends with its own answer.
-  for (const { sent, call } of httpCalls) {
-    const { status, body } = await call.promise;
-    const { message, traceId } = body as { message: string; traceId: string };
-    assert.deepEqual({ status, message, traceId }, { status: 200, message: sent.message, traceId: sent.traceId });
-  }
-  for (const { sent, call } of grpcCalls) {
-    const answer = await call.promise;
-    assert.deepEqual([answer.message, answer.traceId], [sent.message, sent.traceId]);
-  }
-  const { contentType, events } = await sseDone.promise;
-  assert.match(contentType, /^text\/event-stream/);
-  assert.deepEqual(
-    events,
-    [...countdown(SSE.from).map((remaining) => ({ result: { remaining } })), { end: {} }],
-    "every SSE message, then the end event",
-  );
-  assert.deepEqual(await grpcStream.promise, countdown(GRPC_STREAM.from));
-  await spareClosed; // the spare connection was closed, not left to hold the shutdown
+    // Every call ends with its own answer.
+    for (const { sent, call } of httpCalls) {
+      const { status, body } = await call.promise;
+      const { message, traceId } = body as { message: string; traceId: string };
+      assert.deepEqual({ status, message, traceId }, { status: 200, message: sent.message, traceId: sent.traceId });
+    }
+    for (const { sent, call } of grpcCalls) {
+      const answer = await call.promise;
+      assert.deepEqual([answer.message, answer.traceId], [sent.message, sent.traceId]);
+    }
+    const { contentType, events } = await sseDone.promise;
+    assert.match(contentType, /^text\/event-stream/);
+    assert.deepEqual(
+      events,
+      [...countdown(SSE.from).map((remaining) => ({ result: { remaining } })), { end: {} }],
+      "every SSE message, then the end event",
+    );
+    assert.deepEqual(await grpcStream.promise, countdown(GRPC_STREAM.from));
+    await spareClosed; // the spare connection was closed, not left to hold the shutdown
 
-  const { code, signal } = await service.finished;
-  assert.deepEqual({ code, signal }, { code: 0, signal: null }, `exit; stderr:\n${service.stderr()}`);
+    const { code, signal } = await service.finished;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, `exit; stderr:\n${service.stderr()}`);
 
-  // The service saw it the same way: every call answered OK, nothing logged as an error.
-  const okEchoes = service.logs.filter((l: LogLine) => l.msg === "response time" && l.grpcMethod === "/fixture.v1.FixtureService/Echo");
-  assert.equal(okEchoes.filter((l) => l.grpcCode === "OK").length, 2 * CALLS_PER_PROTOCOL, "Echo calls logged OK");
-  assert.deepEqual(
-    service.logs.filter((l) => l.level === "error" || l.level === "fatal"),
-    [],
-  );
-});
+    // The service saw it the same way: every call answered OK, nothing logged as an error.
+    const okEchoes = service.logs.filter((l: LogLine) => l.msg === "response time" && l.grpcMethod === "/fixture.v1.FixtureService/Echo");
+    assert.equal(okEchoes.filter((l) => l.grpcCode === "OK").length, 2 * CALLS_PER_PROTOCOL, "Echo calls logged OK");
+    assert.deepEqual(
+      service.logs.filter((l) => l.level === "error" || l.level === "fatal"),
+      [],
+    );
+  },
+);
 
 const countdown = (from: number) => Array.from({ length: from }, (_, i) => from - i);
 
-test("calls still running when SHUTDOWN_DURATION_IN_SECONDS runs out end with UNAVAILABLE (clients retry it elsewhere; a reset would be CANCELLED); the stop still completes, exit 0", {
-  timeout: 30_000,
-}, async (t) => {
-  const service = startServiceProcess(FIXTURE_MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2", SHUTDOWN_DURATION_IN_SECONDS: "2" });
-  const { grpcPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number };
-  const client = createClient(FixtureService, `127.0.0.1:${grpcPort}`, { maxAttempts: 1 });
-  t.after(() => client.close());
-  const call = client.echo({ message: "too slow", traceId: "over-budget", debug: true, delayMs: 30_000 }).then(
-    () => "answered",
-    (err: { code: number }) => err.code,
-  );
-  // A stream that has answered already: its status comes in trailers, after its messages.
-  let firstMessage!: () => void;
-  const streaming = new Promise<void>((resolve) => (firstMessage = resolve));
-  const stream = (async () => {
-    let received = 0;
-    try {
-      for await (const _ of client.countdown({ from: 3, intervalMs: 10_000 })) {
-        received++;
-        firstMessage();
+test(
+  "calls still running when SHUTDOWN_DURATION_IN_SECONDS runs out end with UNAVAILABLE (clients retry it elsewhere; a reset would be CANCELLED); the stop still completes, exit 0",
+  {
+    timeout: 30_000,
+  },
+  async (t) => {
+    const service = startServiceProcess(FIXTURE_MAIN, { GRPC_GRACEFUL_DURATION_IN_SECONDS: "0.2", SHUTDOWN_DURATION_IN_SECONDS: "2" });
+    const { grpcPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number };
+    const client = createClient(FixtureService, `127.0.0.1:${grpcPort}`, { maxAttempts: 1 });
+    t.after(() => client.close());
+    const call = client.echo({ message: "too slow", traceId: "over-budget", debug: true, delayMs: 30_000 }).then(
+      () => "answered",
+      (err: { code: number }) => err.code,
+    );
+    // A stream that has answered already: its status comes in trailers, after its messages.
+    let firstMessage!: () => void;
+    const streaming = new Promise<void>((resolve) => (firstMessage = resolve));
+    const stream = (async () => {
+      let received = 0;
+      try {
+        for await (const _ of client.countdown({ from: 3, intervalMs: 10_000 })) {
+          received++;
+          firstMessage();
+        }
+        return { received, code: Code.OK };
+      } catch (err) {
+        return { received, code: (err as { code: number }).code };
       }
-      return { received, code: Code.OK };
-    } catch (err) {
-      return { received, code: (err as { code: number }).code };
-    }
-  })();
-  await service.waitForLog("echo received", (l) => l.msg === "echo received" && l.trace === "over-budget");
-  await streaming;
-  service.child.kill("SIGTERM");
+    })();
+    await service.waitForLog("echo received", (l) => l.msg === "echo received" && l.trace === "over-budget");
+    await streaming;
+    service.child.kill("SIGTERM");
 
-  assert.equal(await call, Code.UNAVAILABLE);
-  assert.deepEqual(await stream, { received: 1, code: Code.UNAVAILABLE });
-  const { code } = await service.finished;
-  assert.equal(code, 0, `exit code; stdout:\n${service.logs.map((l) => JSON.stringify(l)).join("\n")}`);
-  assert.ok(service.logs.some((l) => l.msg === "shutdown budget spent: servers force-stopped" && l.level === "warn"));
-  // The stop steps ran after the cut and, having nothing to wait for, are not reported as overrunning it.
-  assert.deepEqual(
-    service.logs.filter((l) => l.level === "error" || l.level === "fatal").map((l) => l.msg),
-    [],
-  );
-  assert.ok(service.logs.some((l) => l.msg === "stopped"));
-});
+    assert.equal(await call, Code.UNAVAILABLE);
+    assert.deepEqual(await stream, { received: 1, code: Code.UNAVAILABLE });
+    const { code } = await service.finished;
+    assert.equal(code, 0, `exit code; stdout:\n${service.logs.map((l) => JSON.stringify(l)).join("\n")}`);
+    assert.ok(service.logs.some((l) => l.msg === "shutdown budget spent: servers force-stopped" && l.level === "warn"));
+    // The stop steps ran after the cut and, having nothing to wait for, are not reported as overrunning it.
+    assert.deepEqual(
+      service.logs.filter((l) => l.level === "error" || l.level === "fatal").map((l) => l.msg),
+      [],
+    );
+    assert.ok(service.logs.some((l) => l.msg === "stopped"));
+  },
+);

@@ -95,26 +95,30 @@ test("pings between responses are forgiven however often they come", { timeout: 
   assert.equal(goaway(), undefined);
 });
 
-test("with pings without calls refused, pings on an idle connection are strikes but pings during a call are not", {
-  timeout: TEST_TIMEOUT_MS,
-}, async () => {
-  const env = { GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS: "0.05", GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS: "false" };
-  const busy = await open(env);
-  const call = countdown(busy.session, 2, 1000);
-  for (let i = 0; i < 5; i++) {
-    await ping(busy.session);
-    await pause(100);
-  }
-  assert.equal(await call, "0");
-  assert.equal(busy.goaway(), undefined);
+test(
+  "with pings without calls refused, pings on an idle connection are strikes but pings during a call are not",
+  {
+    timeout: TEST_TIMEOUT_MS,
+  },
+  async () => {
+    const env = { GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS: "0.05", GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS: "false" };
+    const busy = await open(env);
+    const call = countdown(busy.session, 2, 1000);
+    for (let i = 0; i < 5; i++) {
+      await ping(busy.session);
+      await pause(100);
+    }
+    assert.equal(await call, "0");
+    assert.equal(busy.goaway(), undefined);
 
-  const idle = await open(env);
-  for (let i = 0; i < 10 && !idle.goaway(); i++) {
-    await ping(idle.session);
-    await pause(100);
-  }
-  assert.deepEqual(await idle.goneAway, TOO_MANY_PINGS);
-});
+    const idle = await open(env);
+    for (let i = 0; i < 10 && !idle.goaway(); i++) {
+      await ping(idle.session);
+      await pause(100);
+    }
+    assert.deepEqual(await idle.goneAway, TOO_MANY_PINGS);
+  },
+);
 
 test("with the minimum time 0 and pings without calls permitted, any ping rate is allowed", { timeout: TEST_TIMEOUT_MS }, async () => {
   const { session, goaway } = await open({ GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS: "0" });

@@ -64,60 +64,64 @@ async function rawConnection(port: number): Promise<{ socket: Socket; received: 
   return { socket, received: () => text, closed };
 }
 
-test("a request on a kept-alive connection after HTTP began closing: 503 UNAVAILABLE in the JSON error shape, Connection: close; the call in flight completes", {
-  timeout: 20_000,
-}, async (t) => {
-  let entered!: () => void;
-  const inHandler = new Promise<void>((resolve) => (entered = resolve));
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  // Echo held open until the test releases it: the call in flight that keeps the connection busy.
-  const held = defineService(FixtureService, {
-    handlers: {
-      ...fixtureService.handlers,
-      async echo(request) {
-        entered();
-        await released;
-        return { message: request.message };
+test(
+  "a request on a kept-alive connection after HTTP began closing: 503 UNAVAILABLE in the JSON error shape, Connection: close; the call in flight completes",
+  {
+    timeout: 20_000,
+  },
+  async (t) => {
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // Echo held open until the test releases it: the call in flight that keeps the connection busy.
+    const held = defineService(FixtureService, {
+      handlers: {
+        ...fixtureService.handlers,
+        async echo(request) {
+          entered();
+          await released;
+          return { message: request.message };
+        },
       },
-    },
-  });
-  const server = await startTestServer([held]);
-  t.after(async () => {
+    });
+    const server = await startTestServer([held]);
+    t.after(async () => {
+      release();
+      await server.close();
+    });
+    const port = Number(new URL(server.httpUrl).port);
+
+    const conn = await rawConnection(port);
+    // A connection that never sends a request: the server closes it as its close begins, which marks that moment.
+    const spare = await rawConnection(port);
+    const body = JSON.stringify({ message: "in flight" });
+    conn.socket.write(
+      `POST /api/v1/echo HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await inHandler;
+
+    const stopping = server.close();
+    await spare.closed; // HTTP's close has begun
+    const lateArrived = requestArrives("/api/v1/echo/late");
+    conn.socket.write("GET /api/v1/echo/late HTTP/1.1\r\nHost: test\r\n\r\n");
+    await lateArrived;
     release();
-    await server.close();
-  });
-  const port = Number(new URL(server.httpUrl).port);
+    await conn.closed; // the server ends the connection after the refusal
+    await stopping;
 
-  const conn = await rawConnection(port);
-  // A connection that never sends a request: the server closes it as its close begins, which marks that moment.
-  const spare = await rawConnection(port);
-  const body = JSON.stringify({ message: "in flight" });
-  conn.socket.write(
-    `POST /api/v1/echo HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-  await inHandler;
-
-  const stopping = server.close();
-  await spare.closed; // HTTP's close has begun
-  const lateArrived = requestArrives("/api/v1/echo/late");
-  conn.socket.write("GET /api/v1/echo/late HTTP/1.1\r\nHost: test\r\n\r\n");
-  await lateArrived;
-  release();
-  await conn.closed; // the server ends the connection after the refusal
-  await stopping;
-
-  const [inFlight, late, ...more] = parseResponses(conn.received());
-  assert.equal(inFlight?.status, 200, "the call in flight completes");
-  assert.equal(JSON.parse(inFlight?.body ?? "").message, "in flight");
-  assert.deepEqual(
-    { status: late?.status, contentType: late?.headers["content-type"], connection: late?.headers.connection, body: late?.body },
-    {
-      status: 503,
-      contentType: "application/json",
-      connection: "close",
-      body: '{"code":14,"message":"server is shutting down","details":[]}',
-    },
-  );
-  assert.deepEqual(more, []);
-});
+    const [inFlight, late, ...more] = parseResponses(conn.received());
+    assert.equal(inFlight?.status, 200, "the call in flight completes");
+    assert.equal(JSON.parse(inFlight?.body ?? "").message, "in flight");
+    assert.deepEqual(
+      { status: late?.status, contentType: late?.headers["content-type"], connection: late?.headers.connection, body: late?.body },
+      {
+        status: 503,
+        contentType: "application/json",
+        connection: "close",
+        body: '{"code":14,"message":"server is shutting down","details":[]}',
+      },
+    );
+    assert.deepEqual(more, []);
+  },
+);

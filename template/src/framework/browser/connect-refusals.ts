@@ -1,8 +1,8 @@
 import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { Code } from "../call/status.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 

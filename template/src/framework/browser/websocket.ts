@@ -386,8 +386,7 @@ class StreamCall implements Watched {
     const queue = this.#requests;
     if (queue) {
       if (request === undefined) queue.end();
-      else if (request instanceof GrpcError)
-        queue.end(request); // the call fails with it
+      else if (request instanceof GrpcError) queue.end(request); // the call fails with it
       else queue.push(request);
     } else if (request instanceof GrpcError) this.#finish(request);
     else if (request !== undefined) {

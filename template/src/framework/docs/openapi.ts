@@ -272,7 +272,7 @@ function templatePath(route: GatewayRoute, suffix: string): { path: string; path
   const parts: string[] = [];
   const pathParams: Parameter[] = [];
   let wildcards = 0;
-  for (let i = 0; i < segments.length; ) {
+  for (let i = 0; i < segments.length;) {
     const variable = route.pathFields.find((v) => v.start === i);
     if (variable) {
       const end = variable.end ?? segments.length;

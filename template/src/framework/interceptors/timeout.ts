@@ -113,7 +113,7 @@ class CallList {
   /** Ends the HTTP calls with a single response (unary, client-streaming) with `reason`; returns how many. */
   endHttpCalls(reason: GrpcError): number {
     let ended = 0;
-    for (let p = this.head; p !== undefined; ) {
+    for (let p = this.head; p !== undefined;) {
       const next = p.next;
       const { transport, method } = p.ctx;
       if (transport === "http" && (method.kind === "unary" || method.kind === "client_streaming")) {

@@ -40,9 +40,9 @@ import { CallContext } from "../call/context.js";
 import { methodInfo } from "../call/method.js";
 import { GrpcError } from "../call/status.js";
 import type { Next } from "../call/types.js";
-import { validate } from "./validate.js";
-import { compileFastAccept } from "./validate-accept.js";
 import { codePoints, utf8Length } from "./validate-accept-scalars.js";
+import { compileFastAccept } from "./validate-accept.js";
+import { validate } from "./validate.js";
 
 // StringRules' documentation-only rule (field 34), named by number: the generator renames the service's name
 // token, that very word, in every file it copies, so the word itself would not survive into a new service.

@@ -545,7 +545,7 @@ function methodsAt(tables: readonly ((path: string) => readonly string[])[], pat
  */
 async function writesDone(log: Logger): Promise<void> {
   const stream = (log as unknown as Record<symbol, { _writing?: boolean } | undefined>)[pino.symbols.streamSym];
-  for (const end = Date.now() + 1000; stream?._writing === true && Date.now() < end; ) await sleep(1);
+  for (const end = Date.now() + 1000; stream?._writing === true && Date.now() < end;) await sleep(1);
 }
 
 function abortion(signal: AbortSignal): Promise<void> {

@@ -46,22 +46,26 @@ describe("the batched log destination", () => {
   });
 
   // Before the fix the last line never came: the timeout turns that into a failure instead of a hang.
-  test("a line that arrives while a batch is being written reaches the file after it, with no later line to push it", {
-    timeout: 10_000,
-  }, async (t) => {
-    const { file, out } = await destinationFile("in-flight.log");
-    const sonic = out as unknown as NodeJS.EventEmitter;
-    t.mock.timers.enable({ apis: ["setTimeout"] });
-    const big = `{"big":"${"z".repeat(70_000)}"}\n`;
-    out.write(big); // over a batch: sonic-boom starts writing it at once
-    out.write('{"msg":"last"}\n');
-    // The batch timer fires while that write is still in flight (its callback needs a turn of the event loop).
-    t.mock.timers.tick(1000);
-    t.mock.timers.reset();
-    await once(sonic, "drain"); // the big write is done…
-    if (!readFileSync(file, "utf8").endsWith('{"msg":"last"}\n')) await once(sonic, "drain"); // …and then the last line
-    assert.equal(readFileSync(file, "utf8"), `${big}{"msg":"last"}\n`);
-  });
+  test(
+    "a line that arrives while a batch is being written reaches the file after it, with no later line to push it",
+    {
+      timeout: 10_000,
+    },
+    async (t) => {
+      const { file, out } = await destinationFile("in-flight.log");
+      const sonic = out as unknown as NodeJS.EventEmitter;
+      t.mock.timers.enable({ apis: ["setTimeout"] });
+      const big = `{"big":"${"z".repeat(70_000)}"}\n`;
+      out.write(big); // over a batch: sonic-boom starts writing it at once
+      out.write('{"msg":"last"}\n');
+      // The batch timer fires while that write is still in flight (its callback needs a turn of the event loop).
+      t.mock.timers.tick(1000);
+      t.mock.timers.reset();
+      await once(sonic, "drain"); // the big write is done…
+      if (!readFileSync(file, "utf8").endsWith('{"msg":"last"}\n')) await once(sonic, "drain"); // …and then the last line
+      assert.equal(readFileSync(file, "utf8"), `${big}{"msg":"last"}\n`);
+    },
+  );
 
   test("flush(cb) writes what is still held here and calls back once it is written", async () => {
     const { file, out } = await destinationFile("flush.log");

@@ -27,48 +27,52 @@ function connectOutcome(port: number): Promise<string> {
   });
 }
 
-test("closing ends connections that never sent a whole request at once, and still finishes the request in flight", {
-  timeout: 20_000,
-}, async () => {
-  const app = await createHttpServer(loadConfig({}));
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let entered!: () => void;
-  const inHandler = new Promise<void>((resolve) => (entered = resolve));
-  app.get("/slow", async () => {
-    entered();
-    await released;
-    return { done: true };
-  });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const { port } = app.server.address() as { port: number };
+test(
+  "closing ends connections that never sent a whole request at once, and still finishes the request in flight",
+  {
+    timeout: 20_000,
+  },
+  async () => {
+    const app = await createHttpServer(loadConfig({}));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    app.get("/slow", async () => {
+      entered();
+      await released;
+      return { done: true };
+    });
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const { port } = app.server.address() as { port: number };
 
-  // A spare keep-alive socket that never sends anything, and one stuck halfway through its headers.
-  const silent = await rawConnection(port);
-  const partial = await rawConnection(port);
-  partial.socket.write("GET /slow HTTP/1.1\r\nHost: x\r\n");
-  // A request the server has accepted and is still working on.
-  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    request({ host: "127.0.0.1", port, path: "/slow", agent: false }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on("error", reject)
-      .end();
-  });
-  await inHandler;
+    // A spare keep-alive socket that never sends anything, and one stuck halfway through its headers.
+    const silent = await rawConnection(port);
+    const partial = await rawConnection(port);
+    partial.socket.write("GET /slow HTTP/1.1\r\nHost: x\r\n");
+    // A request the server has accepted and is still working on.
+    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      request({ host: "127.0.0.1", port, path: "/slow", agent: false }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+        .on("error", reject)
+        .end();
+    });
+    await inHandler;
 
-  const closing = app.close();
-  // Before the slow request is released: without the fix, `silent` holds the close (and the shutdown) until
-  // the shutdown budget runs out, and this test until its timeout.
-  await Promise.all([silent.closed, partial.closed]);
-  assert.equal(await connectOutcome(port), "ECONNREFUSED", "new connections are refused while the request drains");
+    const closing = app.close();
+    // Before the slow request is released: without the fix, `silent` holds the close (and the shutdown) until
+    // the shutdown budget runs out, and this test until its timeout.
+    await Promise.all([silent.closed, partial.closed]);
+    assert.equal(await connectOutcome(port), "ECONNREFUSED", "new connections are refused while the request drains");
 
-  release();
-  assert.deepEqual(await response, { status: 200, body: '{"done":true}' });
-  await closing;
-});
+    release();
+    assert.deepEqual(await response, { status: 200, body: '{"done":true}' });
+    await closing;
+  },
+);
 
 /** Sends `head` (and `body`) on a fresh connection and returns everything the server writes until it closes. */
 async function rawExchange(port: number, head: string, body = ""): Promise<string> {
