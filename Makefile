@@ -38,9 +38,10 @@ demo: build protos ## Scaffold a service with default options into DIR (./demo),
 	node dist/generator/cli.js $(DIR) --yes --force --no-git
 	$(MAKE) -C $(DIR) run
 
-lint: node_modules/.package-lock.json template/node_modules/.package-lock.json protos ## Type-check the generator, scripts and tests; lint the template
+lint: node_modules/.package-lock.json template/node_modules/.package-lock.json protos ## Type-check and oxlint the generator, scripts and tests (the template's rules); lint the template
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p tsconfig.scripts.json
+	npx --no-install oxlint -c template/.oxlintrc.json generator test scripts
 	$(MAKE) -C template lint
 
 build: node_modules/.package-lock.json ## Compile the generator to dist/
@@ -50,7 +51,7 @@ protos: node_modules/.package-lock.json ## Gather the third-party protos into pr
 	npm run --silent protos
 
 # Installed when missing. Not `npm ci`: lockfiles written through a registry mirror that serves only
-# linux builds lack the other platforms' optional packages (buf, biome, esbuild, tsc), and npm ci rejects
+# linux builds lack the other platforms' optional packages (buf, esbuild, tsc), and npm ci rejects
 # such a lockfile on every platform. `npm install` installs the locked versions and leaves the lockfile as is.
 node_modules/.package-lock.json:
 	npm install --no-audit --no-fund

@@ -54,7 +54,7 @@ message DeleteBookRequest {
 }
 `;
 
-// biome-ignore lint/suspicious/noExplicitAny: parsed YAML
+// oxlint-disable-next-line typescript/no-explicit-any -- parsed YAML
 type Any = any;
 
 function readmeLintBlock(): Any {

@@ -1,7 +1,7 @@
 // The repository's generators (`npx plop`, or the Makefile's new-* targets): a service, an RPC of any kind,
 // an interceptor, a worker. Each one plans every change in memory and checks every input first, so a bad
 // name or a missing service writes nothing; then it writes the files, formats the TypeScript it touched
-// with Biome and regenerates src/gen/.
+// with oxfmt and regenerates src/gen/.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -310,7 +310,7 @@ export function apply(root: string, changes: Change[], options: { generate: bool
     fs.writeFileSync(path.join(root, c.path), c.text, c.create ? { flag: "wx" } : {});
   }
   const ts = changes.filter((c) => c.path.endsWith(".ts")).map((c) => c.path);
-  if (ts.length > 0) run(root, "node_modules/.bin/biome", ["check", "--write", "--linter-enabled=false", ...ts], "formatting with Biome");
+  if (ts.length > 0) run(root, "node_modules/.bin/oxfmt", ts, "formatting with oxfmt");
   if (options.generate && changes.some((c) => c.path.endsWith(".proto")))
     run(root, "make", ["--no-print-directory", "generate"], "make generate");
   return changes.map((c) => c.path).join(", ");

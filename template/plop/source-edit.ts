@@ -1,6 +1,6 @@
 // Edits of the user's TypeScript (src/main.ts, the service files) through a real parser: each edit finds its
 // syntax node (the `run([...])` list, the `defineService(...)` options, an import) and inserts next to it. The
-// result is then formatted by Biome (imports sorted and merged), so an insertion only has to be valid code.
+// result is then formatted (oxfmt), so an insertion only has to be valid code.
 import { parse } from "@babel/parser";
 import type * as t from "@babel/types";
 import { GeneratorError } from "./proto-file.js";
@@ -51,9 +51,24 @@ export class Source {
     return undefined;
   }
 
-  /** Adds `import { names } from "from";` below the last import; Biome sorts and merges it afterwards. */
+  /**
+   * Adds `names` to the file's `import { … } from "from"` of the same kind (value or type) when it has one, else
+   * adds that import below the last one (the formatter does not merge or sort imports).
+   */
   addImport(names: string[], from: string, typeOnly = false): void {
     const imports = this.body.filter((s) => s.type === "ImportDeclaration");
+    const kind = typeOnly ? "type" : "value";
+    const same = imports.find(
+      (s) =>
+        s.source.value === from &&
+        (s.importKind ?? "value") === kind &&
+        s.specifiers.length > 0 &&
+        s.specifiers.every((x) => x.type === "ImportSpecifier"),
+    );
+    if (same) {
+      this.insert(same.specifiers[same.specifiers.length - 1]!.end!, `, ${names.join(", ")}`);
+      return;
+    }
     const at = imports.length > 0 ? imports[imports.length - 1]!.end! : 0;
     const line = `import ${typeOnly ? "type " : ""}{ ${names.join(", ")} } from "${from}";`;
     this.insert(at, at === 0 ? `${line}\n` : `\n${line}`);

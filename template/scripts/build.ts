@@ -158,7 +158,7 @@ await build({
  * for as long as the service runs. Escaping them in the comments too keeps the source one byte a character.
  */
 function asciiOnly(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range is every non-ASCII character
+  // oxlint-disable-next-line no-control-regex -- the range is every non-ASCII character
   return text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }
 

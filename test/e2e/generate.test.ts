@@ -145,7 +145,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     t.diagnostic(`make test took ${r.ms} ms`);
   });
 
-  test("make lint (buf lint, type check, Biome) passes in the generated repository", { timeout: 5 * MINUTE }, async () => {
+  test("make lint (buf lint, type check, oxlint, oxfmt) passes in the generated repository", { timeout: 5 * MINUTE }, async () => {
     assertOk(await run("make", ["lint"], dir, 5 * MINUTE), "make lint in demo-svc");
   });
 
@@ -353,7 +353,7 @@ describe("pay-service --auth both --admin-port 9095 --unix-socket --no-sse", () 
     t.diagnostic(`make test took ${r.ms} ms`);
   });
 
-  test("make lint (buf lint, type check, Biome) passes in the generated repository", { timeout: 5 * MINUTE }, async () => {
+  test("make lint (buf lint, type check, oxlint, oxfmt) passes in the generated repository", { timeout: 5 * MINUTE }, async () => {
     assertOk(await run("make", ["lint"], dir, 5 * MINUTE), "make lint in pay-service");
   });
 });

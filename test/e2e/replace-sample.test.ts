@@ -113,7 +113,7 @@ describe("replacing the sample API as the README says", () => {
     const generate = await run("make", ["generate"], repo, 5 * MINUTE);
     assertOk(generate, "make generate");
     // What step 3 says tidies the formatting the deletions leave.
-    assertOk(await run("npx", ["biome", "format", "--write", "src", "test"], repo, MINUTE), "npx biome format --write src test");
+    assertOk(await run("npx", ["oxfmt", "src", "test"], repo, MINUTE), "npx oxfmt src test");
     const lint = await run("make", ["lint"], repo, 5 * MINUTE);
     assertOk(lint, "make lint");
     const tests = await run("make", ["test"], repo, 10 * MINUTE);

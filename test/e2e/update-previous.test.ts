@@ -185,6 +185,9 @@ describe("update a repo generated before the framework's tooling was left out", 
     );
     assertOk(r, "update");
     assert.match(r.stdout, /removed\s+bench\/run\.ts/);
+    // The previous version formatted with Biome: the team's own files are reformatted once, by the command it names.
+    assert.match(r.stdout, /\n {2}npx oxfmt src test plop plopfile\.js {3}# once: the formatter is now oxfmt/);
+    assert.ok(!exists("biome.json") && exists(".oxfmtrc.json") && exists(".oxlintrc.json"), "Biome's config is gone, oxlint's and oxfmt's are there");
     assert.match(
       r.stdout,
       /bench\/ab\.ts/,
@@ -222,6 +225,7 @@ describe("update a repo generated before the framework's tooling was left out", 
       10 * MINUTE,
     );
     assertOk(install, "npm install");
+    assertOk(await run("npx", ["oxfmt", "src", "test", "plop", "plopfile.js"], repo, MINUTE), "npx oxfmt, as update says");
     const lint = await run("make", ["lint"], repo, 10 * MINUTE);
     assertOk(lint, "make lint");
     const tests = await run("make", ["test"], repo, 10 * MINUTE);

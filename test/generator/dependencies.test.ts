@@ -16,13 +16,20 @@ interface Lock {
   packages: Record<string, { version?: string }>;
 }
 
+/** Taken out, each with its replacement or reason. */
+const GONE: Record<string, string> = {
+  "@biomejs/biome": "oxlint and oxfmt lint and format the code (37 MB where Biome took 97 MB)",
+};
+
 describe("the dependencies of a generated repository", () => {
   let lock: Lock;
+  let pkg: { dependencies: Record<string, string>; devDependencies: Record<string, string> };
 
   before(async () => {
     const dir = path.join(tmpDir(), "orders-svc");
     await render({ templateDir: REAL_TEMPLATE, targetDir: dir, names: deriveNames("orders-svc"), choices });
     lock = JSON.parse(fs.readFileSync(path.join(dir, "package-lock.json"), "utf8")) as Lock;
+    pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
   });
 
   it("one TypeScript: protoc-gen-es's plugin framework uses the repo's (TypeScript 7), not a 30 MB TypeScript 5 of its own", () => {
@@ -30,4 +37,14 @@ describe("the dependencies of a generated repository", () => {
     assert.deepEqual(copies, ["node_modules/typescript"]);
     assert.match(lock.packages["node_modules/typescript"]?.version ?? "", /^7\./);
   });
+
+  for (const [name, why] of Object.entries(GONE)) {
+    it(`no ${name}: ${why}`, () => {
+      assert.equal(pkg.dependencies[name] ?? pkg.devDependencies[name], undefined);
+      // A scoped package's whole scope (its per-platform binaries with it).
+      const installed = (p: string) => p.slice(p.lastIndexOf("node_modules/") + 13);
+      const gone = name.startsWith("@") ? (p: string) => installed(p).startsWith(`${name.split("/")[0]}/`) : (p: string) => installed(p) === name;
+      assert.deepEqual(Object.keys(lock.packages).filter(gone), []);
+    });
+  }
 });

@@ -14,6 +14,7 @@ import { leftoverExampleTokens, makeCliTemplate, parseEnv, REAL_TEMPLATE, tmpDir
 const defaults: Choices = { auth: "none", unixSocket: false, sse: true, install: false, git: false };
 const read = (rel: string) => fs.readFileSync(path.join(REAL_TEMPLATE, rel), "utf8");
 
+// oxlint-disable-next-line typescript/no-explicit-any -- parsed YAML, navigated field by field
 type K8sObject = { kind: string; metadata: { name: string }; spec: Record<string, any> };
 const objects = (text: string): K8sObject[] => parseAllDocuments(text as string).map((d) => d.toJS() as K8sObject);
 const one = (text: string, kind: string) => {

@@ -1,6 +1,6 @@
-// Biome's import order and line wrapping depend on the names renaming puts in: the real template, rendered
-// under names that sort before and after the `grpc`/`google` imports and a long one, must pass `biome check`
-// (the Biome part of `make lint`) as written, with no install in between.
+// oxfmt's import order and line wrapping depend on the names renaming puts in: the real template, rendered
+// under names that sort before and after the `grpc`/`google` imports and a long one, must pass oxlint and
+// `oxfmt --check` (the lint and format part of `make lint`) as written, with no install in between.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -14,23 +14,28 @@ import { render } from "../../generator/render.js";
 import { REPO, tmpDir } from "./helpers.js";
 
 const choices: Choices = { auth: "none", unixSocket: false, sse: true, install: false, git: false };
-const biome = createRequire(import.meta.url).resolve("@biomejs/biome/bin/biome");
+// Both packages' exports leave out their bin: found beside their package.json.
+const bin = (pkg: string) => path.join(path.dirname(createRequire(import.meta.url).resolve(`${pkg}/package.json`)), `bin/${pkg}`);
 const version = (dir: string, dep: string) => {
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
   return pkg.dependencies?.[dep] ?? pkg.devDependencies?.[dep];
 };
 
-describe("a generated repository passes Biome whatever its name", () => {
-  it("the scaffolder formats with the Biome version the template pins", () => {
-    assert.equal(version(REPO, "@biomejs/biome"), version(path.join(REPO, "template"), "@biomejs/biome"));
+describe("a generated repository passes oxlint and oxfmt whatever its name", () => {
+  it("the scaffolder formats with the oxfmt version the template pins, and lints with its oxlint", () => {
+    assert.equal(version(REPO, "oxfmt"), version(path.join(REPO, "template"), "oxfmt"));
+    assert.equal(version(REPO, "oxlint"), version(path.join(REPO, "template"), "oxlint"));
   });
 
   for (const name of ["zeta-svc", "aardvark", "an-unusually-long-service-name-for-wrapping-service"]) {
-    it(`${name}: biome check finds nothing to fix`, async () => {
+    it(`${name}: oxfmt --check finds nothing to change and oxlint nothing to report`, async () => {
       const dir = path.join(tmpDir(), name);
       await render({ templateDir: defaultTemplateDir(), targetDir: dir, names: deriveNames(name), choices });
-      const r = spawnSync(process.execPath, [biome, "check", "--colors=off", "src", "test"], { cwd: dir, encoding: "utf8" });
-      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+      const paths = ["src", "test", "plop", "plopfile.js"];
+      const fmt = spawnSync(process.execPath, [bin("oxfmt"), "--check", ...paths], { cwd: dir, encoding: "utf8" });
+      assert.equal(fmt.status, 0, `${fmt.stdout}${fmt.stderr}`.slice(-3000));
+      const lint = spawnSync(process.execPath, [bin("oxlint"), "--deny-warnings", ...paths], { cwd: dir, encoding: "utf8" });
+      assert.equal(lint.status, 0, `${lint.stdout}${lint.stderr}`.slice(-3000));
     });
   }
 });

@@ -61,7 +61,7 @@ describe("the plop generators in a scaffolded repository (pay-svc)", () => {
     for (const target of ["new-service", "new-rpc", "new-interceptor", "new-worker"]) assert.match(makefile, new RegExp(`^${target}: `, "m"));
     const pkg = JSON.parse(fs.readFileSync(path.join(out, "package.json"), "utf8")) as { devDependencies: Record<string, string>; scripts: Record<string, string> };
     assert.ok(pkg.devDependencies.plop && pkg.devDependencies["@babel/parser"], "plop and the parser are dev dependencies");
-    assert.match(pkg.scripts.lint ?? "", /biome check .*plop/, "make lint checks the generators");
+    assert.match(pkg.scripts.lint ?? "", /oxlint .*plop.* && oxfmt --check .*plop/, "make lint checks the generators");
   });
 
   it("new-service adds the service to the renamed src/main.ts's run list", () => {

@@ -10,7 +10,7 @@ export const K8S_DIR = join(ROOT, "deploy/k8s");
 /** The package name: every Kubernetes object, label and the dashboard are named after it. */
 export const APP: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).name;
 
-// biome-ignore lint/suspicious/noExplicitAny: parsed YAML and JSON; the tests check their shape
+// oxlint-disable-next-line typescript/no-explicit-any -- parsed YAML and JSON; the tests check their shape
 export type Any = any;
 
 export interface K8sObject {

@@ -178,7 +178,7 @@ function replay(dockerfile: string, context: string, work: string, buildArgs: Re
     const where = `Dockerfile:${line} ${op}`;
     if (op === "ARG") {
       const target = stage ? stage.args : globalArgs;
-      for (const [k, v] of keyValues(args, { ...globalArgs, ...(stage?.args ?? {}), ...(stage?.env ?? {}) })) {
+      for (const [k, v] of keyValues(args, { ...globalArgs, ...stage?.args, ...stage?.env })) {
         target[k] = buildArgs[k] ?? v ?? globalArgs[k] ?? "";
       }
       continue;
@@ -358,7 +358,7 @@ describe("the image, replayed without Docker", { timeout: 10 * MINUTE }, () => {
     assert.ok(devOnly.length > 0, "the lockfile marks dev-only packages");
     const present = devOnly.filter((path) => existsSync(join(app, path)));
     assert.deepEqual(present, [], "no dev-only package in the image");
-    for (const tool of ["typescript", "tsx", "@bufbuild/buf", "@biomejs/biome"])
+    for (const tool of ["typescript", "tsx", "@bufbuild/buf", "oxlint", "oxfmt"])
       assert.ok(!existsSync(join(app, "node_modules", tool)), tool);
     assert.ok(existsSync(join(app, "node_modules/@grpc/grpc-js")), "production dependencies are installed");
   });

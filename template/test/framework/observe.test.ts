@@ -15,7 +15,7 @@ import { settings } from "../../src/framework/config/schema.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (rel: string) => readFileSync(join(ROOT, rel), "utf8");
-// biome-ignore lint/suspicious/noExplicitAny: parsed YAML, checked field by field below
+// oxlint-disable-next-line typescript/no-explicit-any -- parsed YAML, checked field by field below
 type Any = any;
 const compose: Any = parse(read("compose.yaml"));
 /** Not in the repository: `make observe` writes the scrape target there before starting compose. */

@@ -21,11 +21,7 @@ export type Authenticate = (ctx: CallContext) => Promise<void>;
  * A service's own auth decision (`authorize` in defineService): true or nothing lets the call on;
  * false or a throw refuses it. `authenticate` runs the settings' check.
  */
-export type Authorize = (
-  ctx: CallContext,
-  authenticate: Authenticate,
-  // biome-ignore lint/suspicious/noConfusingVoidType: an override that only throws to reject returns nothing
-) => Promise<boolean | void> | boolean | void;
+export type Authorize = (ctx: CallContext, authenticate: Authenticate) => Promise<boolean | void> | boolean | void;
 
 /** What the auth interceptor needs of a served service (a ServiceImpl is one). */
 export interface AuthScope {

@@ -17,7 +17,7 @@ export function scalarZeroTest(scalar: ScalarType): (value: unknown) => boolean 
     case ScalarType.FLOAT:
       return (v) => Object.is(v, 0);
     default:
-      // biome-ignore lint/suspicious/noDoubleEquals: protobuf-es's own test, which 0n and "0" pass
+      // oxlint-disable-next-line eqeqeq -- protobuf-es's own test, which 0n and "0" pass
       return (v) => v == 0;
   }
 }

@@ -209,7 +209,7 @@ const FIXED_FORMATS: Partial<Record<string, RegExp>> = {
 };
 // Strict header patterns (the default): `+-.` is a range, as in protovalidate's pattern.
 const HEADER_NAME = /^:?[0-9a-zA-Z!#$%&'*+-.^_|~`]+$/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters a header value may not hold
+// oxlint-disable-next-line no-control-regex -- the control characters a header value may not hold
 const HEADER_VALUE = /^[^\x00-\x08\x0A-\x1F\x7F]*$/;
 
 const WELL_KNOWN_STRING = ["email", "hostname", "ip", "ipv4", "ipv6", "uri", "uriRef", "address", "uuid", "tuuid"].concat(

@@ -368,7 +368,7 @@ function mapKey(type: ScalarType): (name: string) => unknown {
     case ScalarType.SFIXED32:
     case ScalarType.SINT32:
       return (name) => {
-        // biome-ignore lint/correctness/useParseIntRadix: protobuf-es's reflection parses without one ("0x10" is 16)
+        // oxlint-disable-next-line radix -- protobuf-es's reflection parses without one ("0x10" is 16)
         const n = Number.parseInt(name);
         return Number.isFinite(n) ? n : name;
       };

@@ -19,7 +19,6 @@ export interface ServiceOptions<S extends DescService> extends LifecycleHooks {
    * on `ctx.claims`. Throw, or return false, to reject: the caller gets UNAUTHENTICATED "unauthenticated".
    * It runs first in the chain, once per call, with `ctx.method` telling which method is called.
    */
-  // biome-ignore lint/suspicious/noConfusingVoidType: an override that only throws to reject returns nothing
   authorize?(ctx: CallContext, authenticate: Authenticate): Promise<boolean | void> | boolean | void;
 }
 

@@ -15,7 +15,7 @@ function bindingsOf(root: Logger): string {
 const RESERVED = new Set(["level", "@timestamp", "msg", "replica"]);
 
 /** What JSON.stringify escapes in a string: `"`, `\`, control characters, and (when lone) surrogates. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
+// oxlint-disable-next-line no-control-regex -- control characters are what JSON escapes
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
