@@ -2,13 +2,14 @@
 // ≤ 250 MB): the package.json and package-lock.json generation writes hold none of the tooling taken out of it.
 // The size itself is measured where the e2e test installs a generated repo (test/e2e/generate.test.ts).
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { before, describe, it } from "node:test";
 import type { Choices } from "../../generator/env-file.js";
 import { deriveNames } from "../../generator/names.js";
 import { render } from "../../generator/render.js";
-import { REAL_TEMPLATE, tmpDir } from "./helpers.js";
+import { REAL_TEMPLATE, tmpDir, write } from "./helpers.js";
 
 const choices: Choices = { auth: "none", unixSocket: false, sse: true, install: false, git: false };
 
@@ -23,7 +24,7 @@ const GONE: Record<string, string> = {
 
 describe("the dependencies of a generated repository", () => {
   let lock: Lock;
-  let pkg: { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+  let pkg: { dependencies: Record<string, string>; devDependencies: Record<string, string>; scripts: Record<string, string> };
 
   before(async () => {
     const dir = path.join(tmpDir(), "orders-svc");
@@ -47,4 +48,22 @@ describe("the dependencies of a generated repository", () => {
       assert.deepEqual(Object.keys(lock.packages).filter(gone), []);
     });
   }
+
+  it("postinstall deletes buf's protoc plugins (50 MB) on every platform, and nothing else", () => {
+    const dir = tmpDir();
+    const bins = {
+      "buf-linux-x64": ["buf", "protoc-gen-buf-breaking", "protoc-gen-buf-lint"],
+      "buf-win32-x64": ["buf.exe", "protoc-gen-buf-breaking.exe", "protoc-gen-buf-lint.exe"],
+    };
+    for (const [platform, files] of Object.entries(bins)) for (const f of files) write(dir, `node_modules/@bufbuild/${platform}/bin/${f}`, "binary");
+    write(dir, "node_modules/@bufbuild/protobuf/package.json", "{}");
+    const script = pkg.scripts.postinstall ?? "";
+    const r = spawnSync(script, { cwd: dir, shell: true, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(fs.readdirSync(path.join(dir, "node_modules/@bufbuild/buf-linux-x64/bin")), ["buf"]);
+    assert.deepEqual(fs.readdirSync(path.join(dir, "node_modules/@bufbuild/buf-win32-x64/bin")), ["buf.exe"]);
+    assert.ok(fs.existsSync(path.join(dir, "node_modules/@bufbuild/protobuf/package.json")));
+    // With no dependencies installed (the image's production stage has no buf), it does nothing.
+    assert.equal(spawnSync(script, { cwd: tmpDir(), shell: true }).status, 0);
+  });
 });
