@@ -20,6 +20,8 @@ interface Lock {
 /** Taken out, each with its replacement or reason. */
 const GONE: Record<string, string> = {
   "@biomejs/biome": "oxlint and oxfmt lint and format the code (37 MB where Biome took 97 MB)",
+  "kubernetes-models": "the Kubernetes schema check of deploy/k8s is the framework's (framework-dev.json)",
+  "@kubernetes-models/prometheus-operator": "the ServiceMonitor's schema check too",
 };
 
 describe("the dependencies of a generated repository", () => {

@@ -1,7 +1,8 @@
 /**
  * deploy/ read by real tools: promtool parses every PromQL query of the Grafana dashboard; haproxy checks its configuration.
  * (kubectl is not in Debian at a version that builds this kustomization, so the manifests are
- * built and validated against the Kubernetes schemas in test/deploy-k8s.test.ts instead.)
+ * built and validated against the Kubernetes schemas in test/framework/deploy-k8s-schema.test.ts instead,
+ * where the framework is developed.)
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
