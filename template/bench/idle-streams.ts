@@ -13,6 +13,7 @@ import { fork } from "node:child_process";
 import { once } from "node:events";
 import { setTimeout as pause } from "node:timers/promises";
 import { createClient } from "../src/framework/index.js";
+import { deploymentNodeOptions } from "../test/framework/deploy-files.js";
 import { holdHttp2, holdRaw, rssOf } from "../test/framework/support/idle-streams.js";
 import { FIXTURE_MAIN, killServiceProcesses, startServiceProcess } from "../test/framework/support/service-process.js";
 import { FixtureService } from "../test/gen/fixture/v1/fixture_pb.js";
@@ -21,7 +22,7 @@ const CONNECTIONS = Number(process.env.IDLE_CONNECTIONS ?? 16);
 const STREAMS = Number(process.env.IDLE_STREAMS ?? 10_000);
 /** IDLE_CLIENTS=node leaves out the raw client (to measure what the connections the server accepts cost). */
 const CLIENTS = process.env.IDLE_CLIENTS ?? "raw,node";
-const HEAP_CAP = "--max-old-space-size=384";
+const HEAP_CAP = deploymentNodeOptions();
 const RSS_LIMIT_MB = 300;
 const ANSWER_LIMIT_MS = 1000;
 const PROBE_INTERVAL_MS = 250;

@@ -86,3 +86,12 @@ export function dashboardQueries(): { where: string; expr: string }[] {
       .map((v) => ({ where: `variable ${v.name}`, expr: v.query.query as string })),
   ];
 }
+
+/** The Node options the Deployment's container runs with (its NODE_OPTIONS): the heap caps the memory tests hold to. */
+export function deploymentNodeOptions(): string {
+  const deployment = buildManifests().find((o) => o.kind === "Deployment");
+  const env = (deployment?.spec.template.spec.containers[0].env ?? []) as { name: string; value?: string }[];
+  const value = env.find((e) => e.name === "NODE_OPTIONS")?.value;
+  assert.ok(value, "the Deployment sets NODE_OPTIONS");
+  return value;
+}

@@ -11,13 +11,14 @@ import { type ClientHttp2Session, connect as http2Connect } from "node:http2";
 import { afterEach, test } from "node:test";
 import { Code, createClient } from "../../src/framework/index.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { deploymentNodeOptions } from "./deploy-files.js";
 import { holdHttp2, holdRaw, rssOf } from "./support/idle-streams.js";
 import { handled } from "./support/metrics.js";
 import { FIXTURE_MAIN, killServiceProcesses, startServiceProcess } from "./support/service-process.js";
 
 afterEach(killServiceProcesses);
 
-const HEAP_CAP = "--max-old-space-size=384";
+const HEAP_CAP = deploymentNodeOptions();
 const RSS_LIMIT_MB = 300;
 
 async function start(settings: Record<string, string>) {

@@ -38,11 +38,11 @@ function counter() {
   };
 }
 
-const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7 } as const;
-const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 } as const;
+export const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7 } as const;
+export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 } as const;
 
-function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+export function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
   const head = Buffer.alloc(9);
   head.writeUIntBE(payload.length, 0, 3);
   head[3] = type;
@@ -52,7 +52,7 @@ function frame(type: number, flags: number, streamId: number, payload: Buffer): 
 }
 
 /** HPACK "literal header field without indexing, new name", no Huffman (RFC 7541 §6.2.2); short strings only. */
-function hpack(headers: [string, string][]): Buffer {
+export function hpack(headers: [string, string][]): Buffer {
   const parts: Buffer[] = [];
   for (const [name, value] of headers) {
     if (name.length > 126 || value.length > 126) throw new Error("header too long for this encoder");
