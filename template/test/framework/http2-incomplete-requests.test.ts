@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, constants as http2Constants } from "node:http2";
+import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect } from "node:http2";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";

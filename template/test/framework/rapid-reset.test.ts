@@ -29,28 +29,32 @@ async function youngGenerationMb(httpUrl: string): Promise<number> {
   return Number(match[1]) / 2 ** 20;
 }
 
-test("rapid-reset floods on both ports are cut by GOAWAY and, under the Deployment's Node options, leave memory near its baseline", {
-  timeout: 120_000,
-}, async () => {
-  const service = startServiceProcess(FIXTURE_MAIN, { NODE_OPTIONS: deploymentNodeOptions() });
-  const { grpcPort, httpPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number; httpPort: number };
-  const httpUrl = `http://127.0.0.1:${httpPort}`;
-  const pid = service.child.pid!;
-  await youngGenerationMb(httpUrl); // the first scrape's own allocations, before the baseline
-  const baseline = (await rssOf(pid)).rssMb;
+test(
+  "rapid-reset floods on both ports are cut by GOAWAY and, under the Deployment's Node options, leave memory near its baseline",
+  {
+    timeout: 120_000,
+  },
+  async () => {
+    const service = startServiceProcess(FIXTURE_MAIN, { NODE_OPTIONS: deploymentNodeOptions() });
+    const { grpcPort, httpPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number; httpPort: number };
+    const httpUrl = `http://127.0.0.1:${httpPort}`;
+    const pid = service.child.pid!;
+    await youngGenerationMb(httpUrl); // the first scrape's own allocations, before the baseline
+    const baseline = (await rssOf(pid)).rssMb;
 
-  for (const [wave, http] of [false, true, false, true].entries()) {
-    const counts = newWaveCounts();
-    await Promise.all(Array.from({ length: CONNECTIONS }, () => resetFlood(http ? httpPort : grpcPort, PAIRS, counts, http, 20_000)));
-    const what = `wave ${wave + 1} (${http ? "HTTP" : "gRPC"} port): ${JSON.stringify(counts)}`;
-    assert.equal(counts.closedByServer, CONNECTIONS, `every connection cut by the server; ${what}`);
-    assert.ok((counts.goaways["2"] ?? 0) >= CONNECTIONS, `each with a GOAWAY (INTERNAL_ERROR, nghttp2's reset limit); ${what}`);
-  }
+    for (const [wave, http] of [false, true, false, true].entries()) {
+      const counts = newWaveCounts();
+      await Promise.all(Array.from({ length: CONNECTIONS }, () => resetFlood(http ? httpPort : grpcPort, PAIRS, counts, http, 20_000)));
+      const what = `wave ${wave + 1} (${http ? "HTTP" : "gRPC"} port): ${JSON.stringify(counts)}`;
+      assert.equal(counts.closedByServer, CONNECTIONS, `every connection cut by the server; ${what}`);
+      assert.ok((counts.goaways["2"] ?? 0) >= CONNECTIONS, `each with a GOAWAY (INTERNAL_ERROR, nghttp2's reset limit); ${what}`);
+    }
 
-  const young = await youngGenerationMb(httpUrl);
-  const grown = (await rssOf(pid)).rssMb - baseline;
-  assert.ok(young <= YOUNG_GENERATION_CAP_MB, `V8's young generation ${young} MB`);
-  assert.ok(grown <= RSS_GROWTH_LIMIT_MB, `RSS grew by ${Math.round(grown)} MB and stayed`);
-  assert.equal((await fetch(`${httpUrl}/healthcheck`)).status, 200);
-  assert.equal(service.child.exitCode, null, "the service is up");
-});
+    const young = await youngGenerationMb(httpUrl);
+    const grown = (await rssOf(pid)).rssMb - baseline;
+    assert.ok(young <= YOUNG_GENERATION_CAP_MB, `V8's young generation ${young} MB`);
+    assert.ok(grown <= RSS_GROWTH_LIMIT_MB, `RSS grew by ${Math.round(grown)} MB and stayed`);
+    assert.equal((await fetch(`${httpUrl}/healthcheck`)).status, 200);
+    assert.equal(service.child.exitCode, null, "the service is up");
+  },
+);
