@@ -49,13 +49,13 @@ export const settings = {
   ),
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: setting(
     p.number(0),
-    10,
-    "Overload protection: the process is overloaded when, for most of the last half second (100 ms samples), the mean delay of the event loop's timers was above this many ms while its utilisation was above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION; new calls (not streams) that reach it once the loop's current turn has run half this long are then refused (UNAVAILABLE, HTTP 503) (0 = this check off)",
+    20,
+    "Overload protection: the process is overloaded when, for most of the last 0.3 s (100 ms samples), the mean delay of the event loop's timers was above this many ms while its utilisation was above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION; new calls (not streams) that reach it once the loop's current turn has run half this long are then refused (UNAVAILABLE, HTTP 503) (0 = this check off)",
   ),
   OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: setting(
     p.number(0, 1),
     0.9,
-    "Overload protection: the process is overloaded when, for most of the last half second (100 ms samples), the event loop was busy more than this fraction of the time while its delay was above OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (0 = this check off)",
+    "Overload protection: the process is overloaded when, for most of the last 0.3 s (100 ms samples), the event loop was busy more than this fraction of the time while its delay was above OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (0 = this check off)",
   ),
   MAX_IN_FLIGHT_CALLS: setting(
     p.integer(0, 1_000_000),

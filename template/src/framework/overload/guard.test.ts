@@ -13,13 +13,17 @@ class Clock {
   readonly now = (): number => this.t;
 }
 
-/** The defaults (OVERLOAD_MAX_EVENT_LOOP_DELAY_MS 10, OVERLOAD_MAX_EVENT_LOOP_UTILIZATION 0.9), no in-flight limit. */
+/** The defaults (OVERLOAD_MAX_EVENT_LOOP_DELAY_MS 20, OVERLOAD_MAX_EVENT_LOOP_UTILIZATION 0.9), no in-flight limit. */
 function defaults(shed: ShedReason[] = [], clock = new Clock()): OverloadGuard {
-  return new OverloadGuard({ maxEventLoopDelayMs: 10, maxEventLoopUtilization: 0.9, maxInFlightCalls: 0 }, (r) => shed.push(r), clock.now);
+  return new OverloadGuard({ maxEventLoopDelayMs: 20, maxEventLoopUtilization: 0.9, maxInFlightCalls: 0 }, (r) => shed.push(r), clock.now);
 }
 
-/** A sample this long (ms) with this mean timer delay and utilisation. */
-function sample(guard: OverloadGuard, delayMs: number, utilization: number, elapsedMs = 100): void {
+/** A sample this long (ms) with this mean timer delay and utilisation, after `completed` calls ended during it. */
+function sample(guard: OverloadGuard, delayMs: number, utilization: number, elapsedMs = 100, completed = 1000): void {
+  for (let i = 0; i < completed; i++) {
+    guard.inFlight++;
+    guard.release();
+  }
   const s: LoopSample = { delayMs, utilization, elapsedMs };
   guard.sample(s);
 }
@@ -59,23 +63,24 @@ test("an event-loop check alone samples the loop; the in-flight limit is then un
   guard.start();
   guard.sample(); // an idle loop: not saturated
   assert.equal(guard.saturated, undefined);
+  assert.equal(guard.limit, 256, "a surge beyond the calls held at the sample takes the slow path");
   assert.equal(arrive(guard), "admitted");
   guard.stop();
 });
 
 test("an overload is judged on the share of recent time over both bars: utilisation wandering around its bar engages it", () => {
   const guard = defaults();
-  // Over, over, then one at 0.88 (a run of samples in a row breaks), and so on.
-  for (const elu of [0.95, 0.93, 0.88, 0.92, 0.97, 0.89, 0.91]) sample(guard, 100, elu);
-  assert.equal(guard.saturated, undefined, "5 of 7 samples over: not yet");
+  // Over, then one at 0.88 (a run of samples in a row breaks), over, 0.89, and so on.
+  for (const elu of [0.95, 0.88, 0.92, 0.89, 0.91]) sample(guard, 100, elu);
+  assert.equal(guard.saturated, undefined, "3 of 5 samples over: not yet");
   sample(guard, 100, 0.92);
-  assert.equal(guard.saturated, "event_loop_delay");
+  assert.equal(guard.saturated, "event_loop_delay", "4 of 6, the last two in a row");
   assert.equal(guard.limit, 0, "every new call goes to refuse()");
 });
 
-test("five samples over in a row engage it, four do not; one long turn of a second does", () => {
+test("three samples over in a row engage it, two do not; one long turn of a second does", () => {
   const guard = defaults();
-  for (let i = 0; i < 4; i++) sample(guard, ...OVERLOADED);
+  for (let i = 0; i < 2; i++) sample(guard, ...OVERLOADED);
   assert.equal(guard.saturated, undefined);
   sample(guard, ...OVERLOADED);
   assert.equal(guard.saturated, "event_loop_delay");
@@ -86,32 +91,58 @@ test("five samples over in a row engage it, four do not; one long turn of a seco
   assert.equal(other.saturated, "event_loop_delay");
 });
 
-test("a burst of 4 samples, a closed loop at capacity and a late but idle loop are not an overload", () => {
+test("a burst of 2 samples, a closed loop at capacity and a late but idle loop are not an overload", () => {
   const guard = defaults();
-  // A burst: 400 ms over both bars (a GC storm, clients reconnecting), then calm.
-  for (let i = 0; i < 4; i++) sample(guard, ...OVERLOADED);
+  // A burst: 200 ms over both bars (a GC storm, clients reconnecting), then calm.
+  for (let i = 0; i < 2; i++) sample(guard, ...OVERLOADED);
   for (let i = 0; i < 20; i++) sample(guard, ...CALM);
   // A closed loop at capacity: busy all the time, but calls are answered as fast as they come (short turns).
-  for (let i = 0; i < 100; i++) sample(guard, 5, 1);
+  for (let i = 0; i < 100; i++) sample(guard, 8, 1);
   // A starved CPU at low load: timers late, the loop mostly idle.
   for (let i = 0; i < 100; i++) sample(guard, 80, 0.3);
   assert.equal(guard.saturated, undefined);
-  assert.equal(guard.limit, Number.POSITIVE_INFINITY);
-  for (let i = 0; i < 1000; i++) assert.equal(arrive(guard), "admitted");
+  for (let i = 0; i < 256; i++) assert.equal(arrive(guard), "admitted");
+  assert.equal(guard.limit, 256, "beyond, refuse() looks at the clock");
+  for (let i = 0; i < 1000; i++) assert.equal(arrive(guard), "admitted", "the sampling timer is not overdue: no flood");
+});
+
+test("ungoverned, a surge of calls while the sampling timer is overdue (one long turn reading a backlog) governs at once", () => {
+  const shed: ShedReason[] = [];
+  const clock = new Clock();
+  const guard = new OverloadGuard(
+    { maxEventLoopDelayMs: 20, maxEventLoopUtilization: 0.9, maxInFlightCalls: 0 },
+    (r) => shed.push(r),
+    clock.now,
+  );
+  sample(guard, ...CALM);
+  for (let i = 0; i < 300; i++) arrive(guard, "stream"); // streams held (SSE, WebSocket): a baseline
+  sample(guard, ...CALM);
+  assert.equal(guard.limit, 556);
+  clock.t += 50;
+  for (let i = 0; i < 256; i++) assert.equal(arrive(guard), "admitted");
+  assert.equal(arrive(guard), "admitted", "beyond the surge, but 50 ms after the sample: not overdue");
+  clock.t += 63; // 113 ms since the sample: the 100 ms interval and a turn's 12 ms budget overdue
+  assert.equal(arrive(guard, "stream"), "admitted", "a stream is not governed by the loop");
+  assert.equal(arrive(guard), "refused");
+  assert.equal(guard.saturated, "event_loop_delay");
+  assert.equal(arrive(guard), "refused", "the rest of this turn");
+  guard.tick(); // the loop got round to its timers: the next turn admits again (2 ms, however late)
+  assert.equal(arrive(guard), "admitted");
+  assert.deepEqual(shed, ["event_loop_delay", "event_loop_delay"]);
 });
 
 test("while overloaded, a call is refused once the loop's turn has run long; the next turn admits again; streams and probes are served", () => {
   const shed: ShedReason[] = [];
   const clock = new Clock();
   const guard = defaults(shed, clock);
-  for (let i = 0; i < 5; i++) sample(guard, ...OVERLOADED);
+  for (let i = 0; i < 3; i++) sample(guard, ...OVERLOADED);
   assert.equal(guard.saturated, "event_loop_delay");
-  // A turn: the loop was at its timers at t (engaged just then); calls are admitted for half the 10 ms bar
-  // (plus the 5 ms the ticking timer may be behind), the rest of the turn is refused.
+  // A turn: the loop was at its timers at t (engaged just then); calls are admitted for half the 20 ms bar
+  // (plus the 2 ms the ticking timer may be behind), the rest of the turn is refused.
   clock.t += 3;
   assert.deepEqual([arrive(guard), arrive(guard)], ["admitted", "admitted"]);
-  clock.t += 7;
-  assert.equal(arrive(guard), "admitted", "10 ms after the timers ran");
+  clock.t += 9;
+  assert.equal(arrive(guard), "admitted", "12 ms after the timers ran");
   clock.t += 1;
   assert.deepEqual([arrive(guard), arrive(guard), arrive(guard)], ["refused", "refused", "refused"]);
   assert.deepEqual(shed, ["event_loop_delay", "event_loop_delay", "event_loop_delay"]);
@@ -119,39 +150,53 @@ test("while overloaded, a call is refused once the loop's turn has run long; the
   shed.length = 0;
   assert.equal(arrive(guard, "stream"), "admitted", "a new SSE, WebSocket or streaming call is one arrival, not a rate");
   assert.equal(arrive(guard, "exempt"), "admitted");
-  // The next turn: the loop got round to its timers, 6 ms late (11 ms after the last time, every 5 ms): what
-  // it reads waited already, so 4 ms of the 10 are left.
+  // The next turn: the loop got round to its timers 11 ms late (13 ms after the last time, every 2 ms): what
+  // it reads waited already, so 1 ms of the 12 is left, but a turn always gets 2.
   guard.tick();
   assert.equal(arrive(guard), "admitted");
-  clock.t += 5;
+  clock.t += 2;
+  assert.equal(arrive(guard), "admitted");
+  clock.t += 1;
   assert.equal(arrive(guard), "refused");
-  // A turn after the loop was held up 150 ms (by other work): everything it reads waited that long.
-  clock.t += 150;
-  guard.tick();
-  assert.equal(arrive(guard), "refused");
-  clock.t += 5;
-  guard.tick(); // on time again
+  clock.t += 2;
+  guard.tick(); // 3 ms late: 9 ms of the 12 left
+  clock.t += 9;
   assert.equal(arrive(guard), "admitted");
   sample(guard, ...OVERLOADED);
   assert.equal(guard.saturated, "event_loop_delay", "calls were refused in the last sample: still governed");
 });
 
-test("once a sample passes with nothing refused, calls are no longer governed, and a new overload needs the share again", () => {
+test("while overloaded, a turn admits at most the calls the process completes in its budget at its best", () => {
+  const clock = new Clock();
+  const guard = defaults([], clock);
+  for (let i = 0; i < 3; i++) sample(guard, 100, 0.95, 100, 100); // 1 call/ms completed: 12 in a turn's 12 ms
+  assert.equal(guard.saturated, "event_loop_delay");
+  // One socket read brings 50 calls at once, before any is served: the turn's time has hardly begun.
+  const outcomes = Array.from({ length: 50 }, () => arrive(guard));
+  assert.equal(outcomes.filter((o) => o === "admitted").length, 12);
+  for (let i = 0; i < 12; i++) guard.release(); // served
+  clock.t += 2;
+  guard.tick(); // the next turn
+  assert.equal(arrive(guard), "admitted");
+});
+
+test("once a sample passes with the loop under its bars and next to nothing refused, calls are no longer governed", () => {
   const guard = defaults();
-  for (let i = 0; i < 5; i++) sample(guard, ...OVERLOADED);
+  for (let i = 0; i < 3; i++) sample(guard, ...OVERLOADED);
   assert.equal(guard.saturated, "event_loop_delay");
   sample(guard, ...OVERLOADED); // no call came, but the loop is still held up: still governed
   assert.equal(guard.saturated, "event_loop_delay");
   sample(guard, ...CALM); // no turn ran long
   assert.equal(guard.saturated, undefined);
-  assert.equal(guard.limit, Number.POSITIVE_INFINITY);
-  for (let i = 0; i < 4; i++) sample(guard, ...OVERLOADED);
-  assert.equal(guard.saturated, undefined);
+  assert.equal(guard.limit, 256);
+  for (let i = 0; i < 30; i++) sample(guard, ...CALM);
+  for (let i = 0; i < 2; i++) sample(guard, ...OVERLOADED);
+  assert.equal(guard.saturated, undefined, "a new overload needs the share again");
   sample(guard, ...OVERLOADED);
   assert.equal(guard.saturated, "event_loop_delay");
 });
 
-test("with only the utilisation check on, it engages on utilisation and turns of 5 ms", () => {
+test("with only the utilisation check on, it engages on utilisation and turns of 10 ms", () => {
   const shed: ShedReason[] = [];
   const clock = new Clock();
   const guard = new OverloadGuard(
@@ -159,9 +204,9 @@ test("with only the utilisation check on, it engages on utilisation and turns of
     (r) => shed.push(r),
     clock.now,
   );
-  for (let i = 0; i < 5; i++) sample(guard, 0, 0.95);
+  for (let i = 0; i < 3; i++) sample(guard, 0, 0.95);
   assert.equal(guard.saturated, "event_loop_utilization");
-  clock.t += 10;
+  clock.t += 12;
   assert.equal(arrive(guard), "admitted");
   clock.t += 1;
   assert.equal(arrive(guard), "refused");

@@ -48,22 +48,39 @@ export const RETRY_AFTER_SECONDS = 1;
  * so a loop whose turns themselves last seconds (a backlog read in one go) is judged on time, not on a count of
  * samples it rarely gets to take.
  */
-const OVER_TAU_MS = 500;
+const OVER_TAU_MS = 300;
 /**
- * The process is overloaded once that share reaches this: 5 samples of 100 ms in a row, or a sliding majority
- * over a little longer (utilisation wandering around its bar under a real overload, which broke any run of
- * samples in a row: the rule of 30 in a row never engaged at 2× capacity); a single long pause alone is not.
+ * The process is overloaded once that share reaches this: 3 samples of 100 ms in a row, or a sliding majority
+ * over longer (utilisation wandering around its bar under a real overload, which broke any run of samples in a
+ * row: the rule of 30 in a row never engaged at 2× capacity); one or two late samples (a pause) are not. Soon,
+ * since every 100 ms of an overload left alone adds 100 ms of backlog that the calls admitted next wait out.
  */
 const ENGAGE_SHARE = 0.6;
+/**
+ * Ungoverned, calls in flight beyond those at the last sample plus this many take the slow path (refuse()), which
+ * governs at once if the loop has not got round to its timers for a sample interval and a turn's budget: a turn
+ * reading a backlog of thousands of calls is cut short instead of running for seconds. Above the closed loops
+ * of a benchmark (h2load's 128 calls outstanding), which stay on the fast path.
+ */
+const SURGE_CALLS = 256;
 /** While overloaded, how often (ms) the loop notes that it got round to its timers: the per-call lateness clock. */
-const TICK_MS = 5;
+const TICK_MS = 2;
 /**
  * While overloaded, a call is refused when the current turn of the loop has run this long (ms) since its timers
  * last ran (plus up to TICK_MS), less how late they ran: half of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS, or this when
  * only utilisation is checked.
  */
 const TURN_FRACTION = 0.5;
-const DEFAULT_TURN_MS = 5;
+const DEFAULT_TURN_MS = 10;
+/**
+ * However late the loop got round to its timers, each turn admits calls for at least this long (ms): a loop held
+ * up by a starved CPU rather than by calls would otherwise refuse every call while it catches up.
+ */
+const MIN_BUDGET_MS = 2;
+/** The best completion rate seen decays by this factor per sample (half-life ~7 s). */
+const PEAK_DECAY = 0.99;
+/** A sample is calm enough to stop governing when at most this share of the calls that came were refused. */
+const RELEASE_SHARE = 0.02;
 
 /**
  * Overload protection for one service process, shared by its gRPC and HTTP ports (what @fastify/under-pressure
@@ -73,7 +90,7 @@ const DEFAULT_TURN_MS = 5;
  * listener. `limit` is MAX_IN_FLIGHT_CALLS (or Infinity), and 0 while the process is overloaded, which sends
  * every call to `refuse()`.
  *
- * Overloaded means: for most of the last ~half second (OVER_TAU_MS, ENGAGE_SHARE) the loop's mean timer delay
+ * Overloaded means: for most of the last ~0.3 s (OVER_TAU_MS, ENGAGE_SHARE) the loop's mean timer delay
  * was above OVERLOAD_MAX_EVENT_LOOP_DELAY_MS while its utilisation was above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION
  * (either alone when the other is 0). Both, because a loop that is late but mostly idle (a starved CPU at low
  * load) is not refusing work, and a loop busy all the time with short turns (a closed loop at capacity: calls
@@ -83,14 +100,16 @@ const DEFAULT_TURN_MS = 5;
  *
  * Then a call is refused when it reaches the process late: once the loop's current turn has run half of
  * OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (less however late the loop got round to its timers before it: what it reads
- * then waited that long already), the rest of what it reads is refused, cheaply (a fifth of an Echo), and the
- * next turn starts afresh. Each turn does a bounded amount of work, so what is admitted is served at
+ * then waited that long already), or has admitted as many calls as the process completes in that time at its
+ * best (one socket read brings hundreds, admitted before any is served), the rest of what it reads is refused,
+ * cheaply (a fifth of an Echo), and the next turn starts afresh. Each turn does a bounded amount of work, so what is admitted is served at
  * once, a backlog in the socket buffers is drained by refusing it, and the process serves about as much as
  * it can beside refusing the rest. This decides within the turn, where a sample every 100 ms cannot: under
  * overload one turn reads thousands of calls. It needs no admitted rate to steer: such a rate, lowered while
  * the loop was busy, sank to its floor, since refusing keeps the loop busy too. Once a sample passes with
- * nothing refused and the loop under its bars, calls are no longer governed, and a new overload needs the share
- * again.
+ * next to nothing refused and the loop under its bars, calls are no longer governed. Between samples, a surge
+ * of calls in flight (SURGE_CALLS) while the sampling timer is overdue governs at once: one turn reading a
+ * backlog would otherwise run for seconds before the next sample.
  *
  * Long-lived streams (SSE, WebSocket, gRPC streaming methods) count in flight but are refused only beyond
  * MAX_IN_FLIGHT_CALLS: a thousand clients subscribing at once keep the loop busy for a second or two, a burst
@@ -109,6 +128,7 @@ export class OverloadGuard {
   /** Ends a call's count: the transports' close listener (one function, no closure per call). */
   readonly release = (): void => {
     this.inFlight--;
+    this.#completed++;
   };
   readonly #settings: OverloadSettings;
   readonly #onShed: (reason: ShedReason) => void;
@@ -133,11 +153,25 @@ export class OverloadGuard {
     const now = this.#now();
     const late = Math.max(0, now - this.#tick - TICK_MS);
     this.#tick = now;
-    this.#admitUntil = now + this.#budgetMs - late;
+    this.#admitUntil = now + Math.max(MIN_BUDGET_MS, this.#budgetMs - late);
+    // Calls are admitted when they reach the process, and served after the socket read that brought them: a
+    // read can bring hundreds at once, before any is served. So a turn also admits at most what the process
+    // completes in its budget at its best (calls in flight now, streams and calls awaiting I/O, stay).
+    this.#turnLimit = this.inFlight + Math.max(1, Math.round(this.#peakRate * this.#budgetMs));
   };
   readonly #now: () => number;
   /** Calls refused for lateness since the last sample. */
   #refused = 0;
+  /** When the last sample was taken (the loop was at its timers then). */
+  #sampledAt = 0;
+  /** Calls admitted while governed since the last sample. */
+  #admitted = 0;
+  /** Calls completed (ended after being admitted), that count at the last sample, and the best rate lately (calls/ms). */
+  #completed = 0;
+  #completedAtSample = 0;
+  #peakRate = 0;
+  /** While overloaded: calls in flight beyond which this turn refuses. */
+  #turnLimit = 0;
   #shedSinceLog = 0;
   #lastLog = Number.NEGATIVE_INFINITY;
 
@@ -169,6 +203,7 @@ export class OverloadGuard {
     this.#histogram.enable();
     this.#elu = performance.eventLoopUtilization();
     this.#lastSample = performance.now();
+    this.#sampledAt = this.#now();
     this.#timer = setInterval(() => this.sample(), SAMPLE_INTERVAL_MS).unref();
   }
 
@@ -190,21 +225,28 @@ export class OverloadGuard {
     if (m === undefined) return;
     this.eventLoopDelayMs = m.delayMs;
     this.eventLoopUtilization = m.utilization;
+    const completedRate = (this.#completed - this.#completedAtSample) / Math.max(1, m.elapsedMs);
+    this.#completedAtSample = this.#completed;
+    this.#peakRate = Math.max(this.#peakRate * PEAK_DECAY, completedRate);
     const refused = this.#refused;
+    const admitted = this.#admitted;
     this.#refused = 0;
+    this.#admitted = 0;
     const over = this.#over();
     const weight = 1 - Math.exp(-Math.max(0, m.elapsedMs) / OVER_TAU_MS);
     this.#overShare += ((over === undefined ? 0 : 1) - this.#overShare) * weight;
+    this.#sampledAt = this.#now();
     if (this.saturated === undefined) {
-      if (over === undefined || this.#overShare < ENGAGE_SHARE) return;
-      this.saturated = over;
-      this.limit = 0;
-      this.#tick = this.#now() - TICK_MS;
-      this.tick();
-      if (this.#timer !== undefined) this.#ticker = setInterval(this.tick, TICK_MS).unref();
-    } else if (refused === 0 && over === undefined) {
-      // The loop keeps up and no turn ran long: every call fits again.
-      this.#overShare = 0;
+      if (over === undefined || this.#overShare < ENGAGE_SHARE) {
+        // Ungoverned: a surge of calls in flight beyond those held now (streams, calls awaiting I/O) makes the
+        // calls over it ask refuse(), which looks at the clock: a turn that reads thousands of calls is a flood.
+        this.limit = Math.min(this.#maxInFlight, this.inFlight + SURGE_CALLS);
+        return;
+      }
+      this.#govern(over);
+    } else if (over === undefined && refused <= RELEASE_SHARE * (refused + admitted)) {
+      // The loop keeps up and next to no turn ran long: every call fits again. The share is kept: if the loop
+      // falls behind again at once, the next sample over the bars governs again.
       this.#release();
     }
   }
@@ -224,11 +266,19 @@ export class OverloadGuard {
     return { delayMs: Math.max(0, delay - RESOLUTION_MS), utilization, elapsedMs };
   }
 
+  #govern(reason: ShedReason): void {
+    this.saturated = reason;
+    this.limit = 0;
+    this.#tick = this.#now() - TICK_MS;
+    this.tick();
+    if (this.#timer !== undefined) this.#ticker = setInterval(this.tick, TICK_MS).unref();
+  }
+
   #release(): void {
     clearInterval(this.#ticker);
     this.#ticker = undefined;
     this.saturated = undefined;
-    this.limit = this.#maxInFlight;
+    this.limit = this.sampling ? Math.min(this.#maxInFlight, this.inFlight + SURGE_CALLS) : this.#maxInFlight;
   }
 
   /** The reason the last sample counts as overloaded (over both bars), or undefined. */
@@ -250,9 +300,20 @@ export class OverloadGuard {
   refuse(kind: CallKind): boolean {
     if (kind === "exempt") return false;
     if (this.inFlight > this.#maxInFlight) return this.#shed("in_flight");
-    const reason = this.saturated;
-    if (reason === undefined || kind === "stream") return false;
-    if (this.#now() <= this.#admitUntil) return false;
+    if (kind === "stream") return false;
+    let reason = this.saturated;
+    if (reason === undefined) {
+      // A surge of calls in flight while ungoverned: governed at once if the sampling timer is overdue by a
+      // turn's budget, i.e. the loop has been reading and serving calls without a break since (a backlog).
+      if (!this.sampling || this.#now() - this.#sampledAt <= SAMPLE_INTERVAL_MS + this.#budgetMs) return false;
+      reason = this.#settings.maxEventLoopDelayMs > 0 ? "event_loop_delay" : "event_loop_utilization";
+      this.#govern(reason);
+      this.#admitUntil = 0; // this turn has run long already
+    }
+    if (this.inFlight <= this.#turnLimit && this.#now() <= this.#admitUntil) {
+      this.#admitted++;
+      return false;
+    }
     this.#refused++;
     return this.#shed(reason);
   }
