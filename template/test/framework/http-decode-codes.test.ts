@@ -6,13 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
+import http2, { connect } from "node:http2";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code as ConnectCode, ConnectError, createClient } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { Code, codeName } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
-import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
+import { EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
 import { handled } from "./support/metrics.js";
 
@@ -126,6 +128,36 @@ describe("decode failures over gRPC-Web and Connect", () => {
     assert.equal(await handled(server, "Echo", "Canceled"), 1);
     assert.equal(await handled(server, "Echo", "Aborted"), 0);
   });
+
+  for (const [name, type, body] of [
+    ["Connect", "application/json", () => Buffer.from(JSON.stringify({ message: "slow", delayMs: 5000 }))],
+    [
+      "gRPC-Web",
+      "application/grpc-web+proto",
+      () => envelope(0, Buffer.from(toBinary(EchoRequestSchema, create(EchoRequestSchema, { message: "slow", delayMs: 5000 })))),
+    ],
+  ] as const) {
+    test(`a ${name} unary call over HTTP/2 whose client resets the stream is logged and counted Canceled, not OK`, async () => {
+      const trace = `h2-leave-${name}`;
+      const session = connect(server.httpUrl);
+      session.on("error", () => {});
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/fixture.v1.FixtureService/Echo",
+        "content-type": type,
+        "x-trace-id": trace,
+        "x-debug-log-level": "debug",
+      });
+      stream.on("error", () => {});
+      stream.end(body());
+      // Its handler says "echo received" once it runs: then the client leaves.
+      await callLineAny(server, "Echo", (l) => l.trace === trace, "echo received");
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      const line = await callLineAny(server, "Echo", (l) => l.trace === trace);
+      session.close();
+      assert.equal(line.grpcCode, "Canceled");
+    });
+  }
 
   test("a Connect GET whose message cannot be decoded is 400 invalid_argument, not 500", async () => {
     for (const query of ["encoding=proto&base64=1&message=__8", "encoding=proto&message=%FF%FF%FF", "encoding=json&message=%7Bnope"]) {

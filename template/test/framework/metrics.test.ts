@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { connect as http2Connect } from "node:http2";
+import { connect as http2Connect, constants as http2Constants } from "node:http2";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { gzipSync } from "node:zlib";
@@ -421,6 +421,35 @@ describe("/metrics", () => {
     );
     assert.equal(m.value("grpc_server_handled_total", grpc("Countdown", { grpc_code: "Canceled" })), 1);
   });
+
+  for (const mode of ["tcp", "in-process"]) {
+    test(`a REST call over HTTP/2 (gateway mode ${mode}) whose client resets the stream is counted once, as 499, and Canceled`, async (t) => {
+      const server = await startTestServer([fixtureService], { GATEWAY_MODE: mode });
+      t.after(() => server.close());
+      const session = http2Connect(server.httpUrl);
+      session.on("error", () => {});
+      t.after(() => session.close());
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/api/v1/echo",
+        "content-type": "application/json",
+        "x-debug-log-level": "debug",
+      });
+      stream.on("error", () => {});
+      stream.end(JSON.stringify({ message: "slow", delayMs: 5000 }));
+      // Its handler says "echo received" once it runs: then the client leaves.
+      while (!server.logs.some((l) => l.msg === "echo received")) await sleep(5);
+      stream.close(http2Constants.NGHTTP2_CANCEL);
+      let m = await scrape(server.httpUrl);
+      while (m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "Canceled" })) === 0) {
+        assert.equal(m.value("grpc_server_handled_total", grpc("Echo", { grpc_code: "OK" })), 0, "the handler ran to the end: counted OK");
+        await sleep(20);
+        m = await scrape(server.httpUrl);
+      }
+      assert.equal(m.value("http_server_requests_total", http("POST", "/api/v1/echo", 499)), 1);
+      assert.equal(m.value("http_server_requests_total", http("POST", "/api/v1/echo", 200)), 0);
+    });
+  }
 
   test("DISABLE_PROMETHEUS=true: /metrics is 404 JSON and nothing is measured", async (t) => {
     const server = await startTestServer([fixtureService], { DISABLE_PROMETHEUS: "true" });

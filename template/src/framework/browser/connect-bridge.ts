@@ -91,8 +91,10 @@ export function fastPathContext(
   protocol: "connect" | "grpc-web",
 ): CallContext {
   const controller = new LazyAbortController();
+  // Closed before the response was ended and flushed: the client left. (Both: over HTTP/2 a stream the client
+  // reset closes its response as flushed, though nothing ended it.)
   res.once("close", () => {
-    if (!res.writableFinished) controller.abort();
+    if (!(res.writableEnded && res.writableFinished)) controller.abort();
   });
   const ctx = new CallContext({
     method: info,

@@ -155,10 +155,13 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
   }
   if (routes.some((r) => r.rawRequest)) acceptRawBodies(app, (req) => rawRoute(router, req));
 
-  /** "close" fires once, also after a normal end: only an unfinished response means the client left. */
+  /**
+   * "close" fires once, also after a normal end: only a response not ended and flushed means the client left.
+   * (Both: over HTTP/2 a stream the client reset closes its response as flushed, though nothing ended it.)
+   */
   function onResponseClose(this: GatewayResponse): void {
     if (observer) observer.closed(this[REQUEST]!, this);
-    if (!this.writableFinished) this[CONTROLLER]?.abort();
+    if (!(this.writableEnded && this.writableFinished)) this[CONTROLLER]?.abort();
   }
 
   /** The call's abort controller, aborted when the HTTP client goes away. */

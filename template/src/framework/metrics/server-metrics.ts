@@ -238,7 +238,9 @@ export class ServerMetrics {
       closed: (req, res: TimedResponse) => {
         const route = req.gatewayRoute;
         const stats = route ? (this.#routes.get(route) ?? this.#route(route)) : this.#unmatchedRoute(req.method);
-        stats.record(res.writableFinished ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - res[START]!) / 1000);
+        // Ended and flushed, or the client left first (over HTTP/2 a reset stream reads as flushed, not as ended).
+        const answered = res.writableEnded && res.writableFinished;
+        stats.record(answered ? res.statusCode : CLIENT_CLOSED_REQUEST, (performance.now() - res[START]!) / 1000);
       },
     };
   }
