@@ -19,6 +19,9 @@ const SUSPECT = Symbol("header block in progress");
 type Stream = Http2ServerRequest["stream"] & { [LIFTED]?: true };
 type Session = ServerHttp2Session & { [SEEN]?: number; [SUSPECT]?: { id: number; since: number; pinged?: number } };
 
+/** The least time a client is given to answer the PING about a header block (see Http2Timeouts). */
+const PING_ANSWER_MIN_MS = 1000;
+
 const TIMED_OUT_BODY = statusJson(Code.DEADLINE_EXCEEDED, "request not received in time", []);
 
 /**
@@ -36,9 +39,9 @@ const TIMED_OUT_BODY = statusJson(Code.DEADLINE_EXCEEDED, "request not received 
  * - Headers: HTTP/2 has no header of a stream before its whole header block is in, and a header block may not
  *   be interleaved with any other frame. nghttp2 reports the last stream whose header block has begun
  *   (`state.lastProcStreamID`); a session on which that stream has not reached the handler for the header
- *   timeout is sent a PING, and is closed if the answer has not come one sweep later (a client in the middle of
- *   a header block cannot answer; a stream refused for the session's limits, which never reaches the handler
- *   either, is cleared by the answer). The sweep runs at a tenth of the header timeout (1 s at most, as Node's
+ *   timeout is sent a PING, and is closed if the answer has not come within half the timeout (1 s at least: 15
+ *   to 16 s in all by default). A client in the middle of a header block cannot answer; a stream refused for the
+ *   session's limits, which never reaches the handler either, is cleared by the answer. The sweep runs at a tenth of the header timeout (1 s at most, as Node's
  *   connectionsCheckingInterval for HTTP/1.1) while sessions are open.
  * - A request whose client resets its stream before its body's end (RST_STREAM, no END_STREAM) is dropped
  *   (dropBody): its handler never takes the part received for the whole body, as over HTTP/1.1.
@@ -86,6 +89,8 @@ export class Http2Timeouts {
   #sweep(): void {
     const sweeps = ++this.#sweeps;
     const timeoutSweeps = Math.ceil(this.#limits.headersMs / this.#sweepMs);
+    // The PING's answer may take a round trip on a slow link or a busy loop: half the timeout, 1 s at least.
+    const answerSweeps = Math.ceil(Math.max(PING_ANSWER_MIN_MS, this.#limits.headersMs / 2) / this.#sweepMs);
     for (const session of this.#sessions) {
       if (session.destroyed) continue;
       const begun = session.state.lastProcStreamID ?? 0;
@@ -96,7 +101,7 @@ export class Http2Timeouts {
       const suspect = session[SUSPECT];
       if (suspect === undefined || suspect.id !== begun) session[SUSPECT] = { id: begun, since: sweeps };
       else if (suspect.pinged !== undefined) {
-        if (sweeps > suspect.pinged) session.destroy();
+        if (sweeps - suspect.pinged >= answerSweeps) session.destroy();
       } else if (sweeps - suspect.since >= timeoutSweeps) {
         suspect.pinged = sweeps;
         ping(session, begun);
