@@ -133,7 +133,7 @@ describe("make breaking", () => {
     test("a field main added after the branch left it does not count against the branch (merge-base)", () => {
       git(dir, "checkout", "-q", "-b", "older");
       git(dir, "checkout", "-q", "main");
-      edit(dir, /bool debug = 3;/, "bool debug = 3;\n  string added = 5;");
+      edit(dir, /bool debug = 3;/, "bool debug = 3;\n  string added = 15;");
       git(dir, "commit", "-q", "-am", "add a field on main");
       git(dir, "checkout", "-q", "older");
       markGenerated(dir);
@@ -142,10 +142,10 @@ describe("make breaking", () => {
       assert.match(r.out, /make breaking: no breaking change against main/);
       // On main, an uncommitted removal is caught.
       git(dir, "checkout", "-q", "main");
-      edit(dir, /\n\s*string added = 5;/, "");
+      edit(dir, /\n\s*string added = 15;/, "");
       const onMain = run(dir, "make", ["breaking"]);
       assert.notEqual(onMain.status, 0, onMain.out);
-      assert.match(onMain.out, /Previously present field "5" with name "added"/);
+      assert.match(onMain.out, /Previously present field "15" with name "added"/);
     });
   });
 });
