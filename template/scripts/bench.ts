@@ -181,6 +181,10 @@ async function main(): Promise<void> {
     JWT_SECRET: "",
     API_KEYS: "",
     RATE_LIMIT_PER_SECOND: "0",
+    // A closed loop at capacity on a developer's machine, beside an editor and a browser, is the load this
+    // measures, not an overload to shed: the event-loop checks would turn its slow moments into errors.
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0",
+    OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: "0",
   };
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   const service: ChildProcess = spawn(process.execPath, ["--env-file-if-exists=.env", "dist/main.js"], {

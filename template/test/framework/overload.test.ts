@@ -149,11 +149,15 @@ describe("a closed loop at capacity", () => {
   });
   after(() => server.close());
 
-  test("a closed loop at capacity, the loop busy all the time with calls that do work, refuses nothing", async () => {
+  test("a closed loop at capacity, the loop busy all the time with calls that do work, refuses nothing while its delay stays under the bar", async (t) => {
     const client = server.client(FixtureService);
     const before = await shed(server, "event_loop_delay");
     let busiest = 0;
-    const watch = setInterval(() => (busiest = Math.max(busiest, server.app.overload.eventLoopUtilization)), 50);
+    let latest = 0;
+    const watch = setInterval(() => {
+      busiest = Math.max(busiest, server.app.overload.eventLoopUtilization);
+      latest = Math.max(latest, server.app.overload.eventLoopDelayMs);
+    }, 50);
     // 8 callers, each sending its next call when the last is answered; each call keeps the CPU busy 2 ms.
     const codes: number[] = [];
     try {
@@ -173,13 +177,24 @@ describe("a closed loop at capacity", () => {
       clearInterval(watch);
     }
     assert.equal(codes.length, 800);
+    assert.ok(busiest > 0.5, `the loop was busy (utilisation up to ${busiest})`);
+    const refused = (await shed(server, "event_loop_delay")) - before;
+    // A test machine can starve this process's CPU past even this bar (a loop turn of 250 ms, not of these
+    // 2 ms calls): then refusing is right, and every call not served must have been refused, nothing else.
+    if (latest > 250) {
+      t.diagnostic(`the machine starved the loop (delay up to ${Math.round(latest)} ms): ${refused} refused`);
+      assert.ok(
+        codes.every((c) => c === Code.OK || c === Code.UNAVAILABLE),
+        String(codes.filter((c) => c !== Code.OK)),
+      );
+      return;
+    }
     assert.ok(
       codes.every((c) => c === Code.OK),
       `refused or failed: ${codes.filter((c) => c !== Code.OK).length}`,
     );
-    assert.ok(busiest > 0.5, `the loop was busy (utilisation up to ${busiest})`);
     assert.equal(server.app.overload.saturated, undefined);
-    assert.equal((await shed(server, "event_loop_delay")) - before, 0);
+    assert.equal(refused, 0);
   });
 });
 
