@@ -72,8 +72,9 @@ class Scrape {
   }
 
   /** gRPC and HTTP samples only (process metrics change by themselves). */
+  /** The series that count calls (not the in-flight gauge: a probe's stream may still be closing when scraped). */
   served(): Sample[] {
-    return this.samples.filter((s) => /^(grpc|http)_/.test(s.name));
+    return this.samples.filter((s) => /^(grpc|http)_/.test(s.name) && s.name !== "grpc_server_calls_in_flight");
   }
 }
 
