@@ -8,7 +8,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 
 /** The code oxfmt formats: what biome.json's `files.includes` named before (src/gen and test/gen are in its ignorePatterns). */
-const CODE = ["src", "test", "scripts", "bench", "plop", "plopfile.js"];
+// plop/ and plopfile.js: the generators of templates before generators/, formatted as those versions did when
+// `update` renders one as its base (else the unchanged plop files of a repo would look edited, and stay).
+const CODE = ["src", "test", "scripts", "bench", "generators", "plop", "plopfile.js"];
 
 /**
  * `oxfmt` in dir: formatting and import order only, no lint fixes (the template passes lint as it is). Done while

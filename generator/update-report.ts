@@ -59,7 +59,7 @@ export function report(plan: UpdatePlan, r: ReportInput): string {
   // make test-framework too: the framework is what changed, and its own suite is what covers it.
   // Biome → oxfmt: your own files were formatted by Biome, which lays some code out differently (make lint checks it).
   const reformat = fs.existsSync(path.join(r.baseDir, "biome.json")) && fs.existsSync(path.join(r.theirsDir, ".oxfmtrc.json"));
-  const oxfmt = "npx oxfmt src test plop plopfile.js";
+  const oxfmt = "npx oxfmt src test generators";
   if (!r.dryRun && touched) {
     lines.push("Review with `git diff`, then run:", "  npm install");
     if (reformat) lines.push(`  ${oxfmt}   # once: the formatter is now oxfmt (was Biome); it reformats your own code`);

@@ -133,12 +133,22 @@ function assertInsideRepo(root: string, rel: string): void {
   }
 }
 
+/** Folders a removal left empty (plop/templates/, then plop/), up to the repository's root. */
+function removeEmptyParents(root: string, rel: string): void {
+  for (let dir = path.dirname(rel); dir !== "." && dir !== ""; dir = path.dirname(dir)) {
+    const abs = path.join(root, dir);
+    if (!fs.existsSync(abs) || fs.readdirSync(abs).length > 0) return;
+    fs.rmdirSync(abs);
+  }
+}
+
 function apply(plan: UpdatePlan, root: string, rec: GenerationRecord): void {
   for (const c of plan.changes) assertInsideRepo(root, c.path);
   for (const c of plan.changes) {
     const file = path.join(root, c.path);
     if (c.kind === "removed") {
       fs.rmSync(file);
+      removeEmptyParents(root, c.path);
       continue;
     }
     if (c.content === undefined) continue;

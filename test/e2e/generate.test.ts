@@ -155,7 +155,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assert.equal(status.output.trim(), "");
   });
 
-  // The repo's own generators (plop), run as a user would: through the Makefile, without a TTY.
+  // The repo's own generators (generators/), run as a user would: through the Makefile, without a TTY.
   test("every generator refuses bad input with a one-line error, a non-zero exit and nothing written", { timeout: 5 * MINUTE }, async () => {
     for (const [args, message] of BAD_GENERATOR_INPUT) {
       const r = await run("make", ["-s", ...args], dir, MINUTE);
@@ -171,8 +171,7 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     for (const args of GENERATORS) {
       const r = await run("make", ["-s", ...args], dir, 2 * MINUTE);
       assertOk(r, `make ${args.join(" ")}`);
-      // Without a terminal plop's spinner used to print a bare "- " line per step. (With CI set, plop colours
-      // its marks: compared without the colour codes.)
+      // One line per generator: what it wrote (plop, before, printed a bare "- " line per step without a terminal).
       const printed = stripVTControlCharacters(r.output);
       assert.doesNotMatch(printed, /^- *$/m, `make ${args.join(" ")} prints the changes only:\n${printed}`);
       assert.match(printed, /^✔ /m, `make ${args.join(" ")} lists what it wrote:\n${printed}`);

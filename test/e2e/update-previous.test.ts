@@ -186,7 +186,7 @@ describe("update a repo generated before the framework's tooling was left out", 
     assertOk(r, "update");
     assert.match(r.stdout, /removed\s+bench\/run\.ts/);
     // The previous version formatted with Biome: the team's own files are reformatted once, by the command it names.
-    assert.match(r.stdout, /\n {2}npx oxfmt src test plop plopfile\.js {3}# once: the formatter is now oxfmt/);
+    assert.match(r.stdout, /\n {2}npx oxfmt src test generators {3}# once: the formatter is now oxfmt/);
     assert.ok(!exists("biome.json") && exists(".oxfmtrc.json") && exists(".oxlintrc.json"), "Biome's config is gone, oxlint's and oxfmt's are there");
     assert.match(
       r.stdout,
@@ -205,8 +205,13 @@ describe("update a repo generated before the framework's tooling was left out", 
       "the manifest never reaches a repo",
     );
     assert.ok(exists("scripts/bench.ts") && exists("docs/framework.md"));
+    // plop gave way to generators/ (plain Node): its unchanged files go, and make new-* runs the new ones.
+    assert.match(r.stdout, /removed\s+plopfile\.js/);
+    assert.ok(!exists("plopfile.js") && !exists("plop"), "plopfile.js and plop/ are gone");
+    assert.ok(exists("generators/cli.ts") && /generators\/cli\.ts/.test(read("Makefile")), "make new-* runs generators/");
     const pkg = JSON.parse(read("package.json"));
     assert.equal(pkg.devDependencies["@grpc/proto-loader"], undefined);
+    assert.equal(pkg.devDependencies.plop, undefined);
     assert.equal(
       JSON.parse(read(".create-grpc-svc.json")).version,
       NEXT_VERSION,
@@ -225,7 +230,7 @@ describe("update a repo generated before the framework's tooling was left out", 
       10 * MINUTE,
     );
     assertOk(install, "npm install");
-    assertOk(await run("npx", ["oxfmt", "src", "test", "plop", "plopfile.js"], repo, MINUTE), "npx oxfmt, as update says");
+    assertOk(await run("npx", ["oxfmt", "src", "test", "generators"], repo, MINUTE), "npx oxfmt, as update says");
     const lint = await run("make", ["lint"], repo, 10 * MINUTE);
     assertOk(lint, "make lint");
     const tests = await run("make", ["test"], repo, 10 * MINUTE);

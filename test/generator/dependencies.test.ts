@@ -22,6 +22,11 @@ const GONE: Record<string, string> = {
   "@biomejs/biome": "oxlint and oxfmt lint and format the code (37 MB where Biome took 97 MB)",
   "kubernetes-models": "the Kubernetes schema check of deploy/k8s is the framework's (framework-dev.json)",
   "@kubernetes-models/prometheus-operator": "the ServiceMonitor's schema check too",
+  plop: "make new-* runs generators/cli.ts, which asks with node:readline (plop and its deps took 23 MB)",
+  "node-plop": "plop's engine",
+  inquirer: "plop's prompts",
+  rxjs: "inquirer's event streams (11 MB)",
+  handlebars: "plop's templates: the generators' are template literals (generators/templates/)",
 };
 
 describe("the dependencies of a generated repository", () => {

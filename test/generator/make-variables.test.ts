@@ -1,6 +1,6 @@
 // The generated repository's `make new-*` targets hand NAME, SERVICE, KIND and HTTP to the generators as text:
 // quotes, backticks, $(…) and $$(…) in them run nothing, and the generator refuses the bad value (exit non-zero).
-// Real make and plop in a scaffolded repository (the template's node_modules stands in, so no npm install).
+// Real make and generators in a scaffolded repository (the template's node_modules stands in, so no npm install).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";

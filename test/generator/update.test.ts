@@ -23,6 +23,9 @@ function templateA(root: string): string {
   write(t, "src/framework/overlap.ts", lines("overlap", 5));
   write(t, "src/framework/gone.ts", lines("gone", 3));
   write(t, "src/framework/gone-edited.ts", lines("gone-edited", 3));
+  // The generators as plop ran them (before generators/): a file and a folder of templates, gone in B.
+  write(t, "plopfile.js", lines("plopfile", 3));
+  write(t, "plop/templates/service.ts.hbs", lines("hbs", 3));
   write(t, "src/service/example-service.ts", "export const service = 1;\n");
   write(t, "test/example-service.test.ts", "// the service's own test\n");
   write(t, "test/framework/chain.test.ts", "// a framework test\n");
@@ -47,6 +50,9 @@ function templateB(root: string, a: string): string {
   fs.rmSync(path.join(t, "src/framework/gone.ts"));
   fs.rmSync(path.join(t, "src/framework/gone-edited.ts"));
   write(t, "src/framework/new.ts", "// new in B\n");
+  fs.rmSync(path.join(t, "plopfile.js"));
+  fs.rmSync(path.join(t, "plop"), { recursive: true });
+  write(t, "generators/cli.ts", "// new in B\n");
   edit("src/service/example-service.ts", (s) => `${s}// B's example change\n`);
   edit("src/main.ts", (s) => `${s}// B wires something new\n`);
   edit("proto/example/v1/example.proto", (s) => `${s}// B's proto comment\n`);
@@ -295,6 +301,14 @@ describe("update from template A to template B", () => {
     assert.match(r.stdout, /added\s+src\/framework\/new\.ts/);
     assert.match(r.stdout, /removed\s+src\/framework\/gone\.ts/);
     assert.match(r.stdout, /kept\s+src\/framework\/gone-edited\.ts\s+\(removed from the template, but you changed it: kept\)/);
+  });
+
+  it("removes plopfile.js and plop/ (folders left empty too) and adds generators/", () => {
+    assert.match(r.stdout, /removed\s+plop\/templates\/service\.ts\.hbs/);
+    assert.match(r.stdout, /removed\s+plopfile\.js/);
+    assert.ok(!fs.existsSync(path.join(f.repo, "plopfile.js")) && !fs.existsSync(path.join(f.repo, "plop")), "plop/ is gone, not left empty");
+    assert.equal(read(f.repo, "generators/cli.ts"), "// new in B\n");
+    assert.ok(fs.existsSync(path.join(f.repo, "src/framework")), "a folder that still holds files stays");
   });
 
   it("never writes the team's files: service, main.ts, proto, the service's test, their own files, .env", () => {

@@ -5,8 +5,7 @@ import path from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { type FileDescriptorProto, FileDescriptorSetSchema, type ServiceDescriptorProto } from "@bufbuild/protobuf/wkt";
-
-export class GeneratorError extends Error {}
+import { GeneratorError } from "./repo.js";
 
 // One build per run: the prompts' checks and the plan read the same protos (apply() forgets them).
 const built = new Map<string, FileDescriptorProto[]>();

@@ -3,7 +3,7 @@
 // result is then formatted (oxfmt), so an insertion only has to be valid code.
 import { parse } from "@babel/parser";
 import type * as t from "@babel/types";
-import { GeneratorError } from "./proto-file.js";
+import { GeneratorError } from "./repo.js";
 
 export class Source {
   readonly #ast: t.File;
