@@ -226,6 +226,14 @@ describe("the generators' command (generators/cli.ts, what make new-* runs)", ()
     assert.match(fs.readFileSync(path.join(out, "src/service/pay-service.ts"), "utf8"), /app\.prepend\(auditInterceptor\)/);
   });
 
+  it("npm run new, in a terminal, asks which generator (again, when the answer is none of them), then its values", { timeout: 60_000 }, () => {
+    const r = spawnSync("script", ["-qec", "npm run -s new", "/dev/null"], { cwd: out, input: "9\nworker\nreindex\n\n", encoding: "utf8", env: env(), timeout: 60_000 });
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /Generator \(1 service, 2 rpc, 3 interceptor, 4 worker\): /);
+    assert.match(r.stdout, /choose one of service, rpc, interceptor, worker/);
+    assert.match(r.stdout, /✔ worker: src\/service\/reindex-worker\.ts, test\/reindex-worker\.test\.ts, src\/service\/pay-service\.ts/);
+  });
+
   it("asks every question when given none, takes a choice by its number and a default on Enter", async () => {
     const { catalog } = await import(pathToFileURL(path.join(out, "generators/catalog.ts")).href);
     const { ask, Prompter } = await import(pathToFileURL(path.join(out, "generators/ask.ts")).href);
