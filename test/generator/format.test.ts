@@ -31,7 +31,7 @@ describe("a generated repository passes oxlint and oxfmt whatever its name", () 
     it(`${name}: oxfmt --check finds nothing to change and oxlint nothing to report`, async () => {
       const dir = path.join(tmpDir(), name);
       await render({ templateDir: defaultTemplateDir(), targetDir: dir, names: deriveNames(name), choices });
-      const paths = ["src", "test", "generators"];
+      const paths = ["src", "test", "generators", "scripts"];
       const fmt = spawnSync(process.execPath, [bin("oxfmt"), "--check", ...paths], { cwd: dir, encoding: "utf8" });
       assert.equal(fmt.status, 0, `${fmt.stdout}${fmt.stderr}`.slice(-3000));
       const lint = spawnSync(process.execPath, [bin("oxlint"), "--deny-warnings", ...paths], { cwd: dir, encoding: "utf8" });
