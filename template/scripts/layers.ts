@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
  * are left out. A relative import this script cannot resolve to a file
  * fails too, so a form it misreads cannot hide a violation.
  *
- * Why a script: dependency-cruiser did this with 31 MB of node_modules (itself, and @swc/core to parse
+ * Why a script: dependency-cruiser did this with 18 MB of node_modules (itself, and @swc/core to parse
  * TypeScript, as TypeScript 7's package has no compiler API); oxlint's no-restricted-imports matches specifier
  * text rather than the file it resolves to, skips `import()`, and has no cycle check. The imports come from
  * @babel/parser, a real TypeScript parser that is here already for the generators (generators/source-edit.ts),
