@@ -116,6 +116,9 @@ async function mode(name: string, env: Record<string, string>, capacity: number,
     progress(
       `${name}: 2× load, each second (OK/refused/p99 ms): ${double.timeline.map((t) => `${t.ok}/${t.refused}/${t.p99.toFixed(0)}`).join(" ")}`,
     );
+    progress(
+      `${name}: 2× load, its first second by tenths (OK/refused/max ms): ${double.firstSecond.map((t) => `${t.ok}/${t.refused}/${t.max.toFixed(0)}`).join(" ")}`,
+    );
     return { half, double, halfLoop, doubleLoop, ...(await serverFigures(s)) };
   } finally {
     await stop(s.child);

@@ -212,6 +212,9 @@ describe("a saturated event loop", () => {
   test("refuses the calls each long turn of the loop reads beyond its budget while it lasts (probes and new streams still served), and none after", async () => {
     const client = server.client(FixtureService);
     assert.equal((await client.echo({ message: "before" })).message, "before");
+    // Ten connections open (fetch keeps them alive), so that the ten requests below reach one turn of the loop
+    // together rather than a turn each as their connections are made (on a loaded machine, one at a time).
+    await Promise.all((await Promise.all(Array.from({ length: 10 }, () => postEcho(server)))).map((r) => r.arrayBuffer()));
     // The process's loop busy 150 ms at a time, leaving it only between: every timer runs 150 ms late.
     let busy = true;
     const hog = (): void => {

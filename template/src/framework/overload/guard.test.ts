@@ -106,7 +106,7 @@ test("a burst of 2 samples, a closed loop at capacity and a late but idle loop a
   for (let i = 0; i < 1000; i++) assert.equal(arrive(guard), "admitted", "the sampling timer is not overdue: no flood");
 });
 
-test("ungoverned, a surge of calls while the sampling timer is overdue (one long turn reading a backlog) governs at once", () => {
+test("ungoverned, a surge of calls while the loop's timers are overdue (one long turn reading a backlog) governs at once", () => {
   const shed: ShedReason[] = [];
   const clock = new Clock();
   const guard = new OverloadGuard(
@@ -118,10 +118,12 @@ test("ungoverned, a surge of calls while the sampling timer is overdue (one long
   for (let i = 0; i < 300; i++) arrive(guard, "stream"); // streams held (SSE, WebSocket): a baseline
   sample(guard, ...CALM);
   assert.equal(guard.limit, 556);
-  clock.t += 50;
+  clock.t += 5;
+  guard.watch(0.5); // the loop at its timers
+  clock.t += 35;
   for (let i = 0; i < 256; i++) assert.equal(arrive(guard), "admitted");
-  assert.equal(arrive(guard), "admitted", "beyond the surge, but 50 ms after the sample: not overdue");
-  clock.t += 63; // 113 ms since the sample: the 100 ms interval and a turn's 12 ms budget overdue
+  assert.equal(arrive(guard), "admitted", "beyond the surge, but the watching timer is only 30 ms late: a burst the loop clears");
+  clock.t += 11; // 41 ms late: twice the delay bar
   assert.equal(arrive(guard, "stream"), "admitted", "a stream is not governed by the loop");
   assert.equal(arrive(guard), "refused");
   assert.equal(guard.saturated, "event_loop_delay");
@@ -129,6 +131,51 @@ test("ungoverned, a surge of calls while the sampling timer is overdue (one long
   guard.tick(); // the loop got round to its timers: the next turn admits again (2 ms, however late)
   assert.equal(arrive(guard), "admitted");
   assert.deepEqual(shed, ["event_loop_delay", "event_loop_delay"]);
+});
+
+test("a surge is counted in time: calls beyond those held at the sample that take 20 ms of work at the rate measured", () => {
+  const guard = defaults();
+  sample(guard, 2, 0.5, 100, 100); // 100 calls completed in 50 ms of a busy loop: 2 a ms, at any load
+  assert.equal(guard.limit, 40);
+  sample(guard, 2, 0.5, 100, 10_000); // calls of tens of µs: at most 256
+  assert.equal(guard.limit, 256);
+});
+
+/** The loop reaches the watching timer after a turn of `turnMs`, busy `utilization` of it. */
+function turn(guard: OverloadGuard, clock: Clock, turnMs: number, utilization = 1): void {
+  clock.t += turnMs;
+  guard.watch(utilization);
+}
+
+test("turns growing as under an overload (each reading what came during the last) govern within three long turns", () => {
+  const clock = new Clock();
+  const guard = defaults([], clock);
+  for (const ms of [6, 7, 9, 13, 21, 37]) turn(guard, clock, ms); // late by 1, 2, 4, 8, 16, 32 ms
+  assert.equal(guard.saturated, undefined, "two long turns: not yet");
+  turn(guard, clock, 69); // late by 64 ms, the third long turn in a row, growing
+  assert.equal(guard.saturated, "event_loop_delay");
+  assert.equal(guard.limit, 0);
+
+  const faster = defaults([], clock); // 1.3× capacity: each turn 1.3 times the last
+  for (const ms of [20, 25, 31, 39]) turn(faster, clock, ms); // late by 15, 20, 26, 34 ms
+  assert.equal(faster.saturated, "event_loop_delay");
+});
+
+test("a pause, turns shrinking after it, turns that stay long (a closed loop), on an idle loop (a starved CPU) or too short do not govern at once", () => {
+  const clock = new Clock();
+  const guard = defaults([], clock);
+  // A 200 ms pause at a third of capacity: the turns after it read what came meanwhile, a third as long each time.
+  for (const ms of [205, 72, 27, 12, 6, 5]) turn(guard, clock, ms);
+  // The same at 0.7 of capacity: shrinking, but more slowly than GROWTH allows.
+  for (const ms of [205, 145, 105, 75, 55, 40, 30, 20, 15, 10, 5]) turn(guard, clock, ms);
+  // Timers 30-60 ms late with the loop mostly idle: the CPU is starved, not the loop.
+  for (const ms of [35, 50, 65, 80]) turn(guard, clock, ms, 0.3);
+  // A closed loop at capacity: long turns that neither grow nor shrink (the samples judge a standing queue).
+  for (let i = 0; i < 20; i++) turn(guard, clock, 35 + (i % 2));
+  // Turns of 12-14 ms (late by 7-9): under half the delay bar.
+  for (let i = 0; i < 50; i++) turn(guard, clock, 12 + (i % 3));
+  assert.equal(guard.saturated, undefined);
+  assert.deepEqual([arrive(guard), guard.limit], ["admitted", Number.POSITIVE_INFINITY]);
 });
 
 test("while overloaded, a call is refused once the loop's turn has run long; the next turn admits again; streams and probes are served", () => {
@@ -169,7 +216,7 @@ test("while overloaded, a call is refused once the loop's turn has run long; the
 test("while overloaded, a turn admits at most the calls the process completes in its budget at its best", () => {
   const clock = new Clock();
   const guard = defaults([], clock);
-  for (let i = 0; i < 3; i++) sample(guard, 100, 0.95, 100, 100); // 1 call/ms completed: 12 in a turn's 12 ms
+  for (let i = 0; i < 3; i++) sample(guard, 100, 1, 100, 100); // 1 call per busy ms: 12 in a turn's 12 ms
   assert.equal(guard.saturated, "event_loop_delay");
   // One socket read brings 50 calls at once, before any is served: the turn's time has hardly begun.
   const outcomes = Array.from({ length: 50 }, () => arrive(guard));

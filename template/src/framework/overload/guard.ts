@@ -57,14 +57,40 @@ const OVER_TAU_MS = 300;
  */
 const ENGAGE_SHARE = 0.6;
 /**
- * Ungoverned, calls in flight beyond those at the last sample plus this many take the slow path (refuse()), which
- * governs at once if the loop has not got round to its timers for a sample interval and a turn's budget: a turn
- * reading a backlog of thousands of calls is cut short instead of running for seconds. Above the closed loops
- * of a benchmark (h2load's 128 calls outstanding), which stay on the fast path.
+ * Ungoverned, calls in flight beyond those at the last sample plus as many as the process completes in half of
+ * SURGE_BARS delay bars at its best take the slow path (refuse()), which governs at once if the loop has not got
+ * round to its timers for SURGE_BARS bars (40 ms by default): one turn reading a backlog (a read of sixteen
+ * connections after a burst brings hundreds of calls, each admitted before any is served) is cut short instead
+ * of running on. Counted in time, not calls: 256 bare Echo calls are 15 ms of work, 256 calls of 500 µs are
+ * 128 ms. Two bars, so that a burst the loop clears in a turn or two is served whole; between SURGE_MIN and
+ * SURGE_MAX calls (SURGE_MAX until a rate is known), above the closed loops of a benchmark (h2load's 128 calls
+ * outstanding) for calls of tens of µs. With only the utilisation check on, the sampling timer's lateness
+ * (a sample interval and a turn's budget) stands for the turn's.
  */
-const SURGE_CALLS = 256;
+const SURGE_BARS = 2;
+const SURGE_MIN = 16;
+const SURGE_MAX = 256;
 /** While overloaded, how often (ms) the loop notes that it got round to its timers: the per-call lateness clock. */
 const TICK_MS = 2;
+/**
+ * While not overloaded (and the delay check is on), how often (ms) the loop's turns are watched: how late this
+ * timer runs is how long the turn before it lasted. 200 timer runs a second, a few additions each.
+ */
+const WATCH_MS = 5;
+/** A watched turn counts as long when its timer ran at least this share of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS late. */
+const LONG_TURN_SHARE = 0.5;
+/**
+ * An overload beginning, told apart from a pause: this many long turns in a row, each at least GROWTH times as
+ * late as the one before, the loop busy in each, the last late by the whole bar. Offered more than it serves,
+ * each turn of the loop reads what came during the last one and lasts longer (twice as long at 2× capacity:
+ * 16, 32, 64 ms); after a pause (a collection, a burst) the turns shrink as fast as the load is below capacity
+ * (to a third at a third of it); a closed loop at capacity keeps them as they are; and a starved CPU makes
+ * timers late while the loop sits idle. Acted on within ~0.1 s where the samples' share takes 0.3 s, and
+ * every 100 ms of an overload left alone is 100 ms more that the calls admitted next wait out. An overload
+ * that grows more slowly than GROWTH is left to the samples.
+ */
+const GROWING_TURNS = 3;
+const GROWTH = 1.25;
 /**
  * While overloaded, a call is refused when the current turn of the loop has run this long (ms) since its timers
  * last ran (plus up to TICK_MS), less how late they ran: half of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS, or this when
@@ -77,7 +103,7 @@ const DEFAULT_TURN_MS = 10;
  * up by a starved CPU rather than by calls would otherwise refuse every call while it catches up.
  */
 const MIN_BUDGET_MS = 2;
-/** The best completion rate seen decays by this factor per sample (half-life ~7 s). */
+/** The best completion rate seen (calls per busy ms) decays by this factor per sample (half-life ~7 s). */
 const PEAK_DECAY = 0.99;
 /** A sample is calm enough to stop governing when at most this share of the calls that came were refused. */
 const RELEASE_SHARE = 0.02;
@@ -96,7 +122,8 @@ const RELEASE_SHARE = 0.02;
  * load) is not refusing work, and a loop busy all the time with short turns (a closed loop at capacity: calls
  * answered as fast as they come) has no queue. A climbing delay is the sign of one: calls arrive faster than
  * they are served and wait in the socket buffers in front of the loop, where no count of calls in flight sees
- * them, and each turn of the loop reads more of them than the last.
+ * them, and each turn of the loop reads more of them than the last. So, sooner, three busy turns in a row that
+ * each grow (GROWING_TURNS, watched by a 5 ms timer between samples) are an overload too.
  *
  * Then a call is refused when it reaches the process late: once the loop's current turn has run half of
  * OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (less however late the loop got round to its timers before it: what it reads
@@ -107,9 +134,9 @@ const RELEASE_SHARE = 0.02;
  * it can beside refusing the rest. This decides within the turn, where a sample every 100 ms cannot: under
  * overload one turn reads thousands of calls. It needs no admitted rate to steer: such a rate, lowered while
  * the loop was busy, sank to its floor, since refusing keeps the loop busy too. Once a sample passes with
- * next to nothing refused and the loop under its bars, calls are no longer governed. Between samples, a surge
- * of calls in flight (SURGE_CALLS) while the sampling timer is overdue governs at once: one turn reading a
- * backlog would otherwise run for seconds before the next sample.
+ * next to nothing refused and the loop under its bars, calls are no longer governed. Between watches, a surge
+ * of calls in flight while the loop's timers are two delay bars overdue governs at once: one turn reading a backlog
+ * would otherwise run for seconds before the turn is seen.
  *
  * Long-lived streams (SSE, WebSocket, gRPC streaming methods) count in flight but are refused only beyond
  * MAX_IN_FLIGHT_CALLS: a thousand clients subscribing at once keep the loop busy for a second or two, a burst
@@ -141,7 +168,7 @@ export class OverloadGuard {
   #lastSample = 0;
   /** The time-weighted share of the recent past spent over both bars (0–1). */
   #overShare = 0;
-  /** While overloaded: the ticking timer, when it last ran, and until when calls are admitted. */
+  /** The watching timer (WATCH_MS) or, while overloaded, the ticking one (TICK_MS); when it last ran; until when calls are admitted. */
   #ticker: NodeJS.Timeout | undefined;
   #tick = 0;
   #admitUntil = 0;
@@ -159,7 +186,34 @@ export class OverloadGuard {
     // completes in its budget at its best (calls in flight now, streams and calls awaiting I/O, stay).
     this.#turnLimit = this.inFlight + Math.max(1, Math.round(this.#peakRate * this.#budgetMs));
   };
+  /**
+   * The loop got round to its timers while not overloaded (the watching timer's callback, every WATCH_MS; a test
+   * calls it with the loop's utilisation since the last call): governs at once when the turns grow as they do
+   * under an overload (GROWING_TURNS).
+   */
+  readonly watch = (utilization?: number): void => {
+    const now = this.#now();
+    const late = now - this.#tick - WATCH_MS;
+    this.#tick = now;
+    const busy = utilization ?? this.#watchedUtilization();
+    const { maxEventLoopDelayMs: bar, maxEventLoopUtilization: maxBusy } = this.#settings;
+    if (late < bar * LONG_TURN_SHARE || (maxBusy > 0 && busy <= maxBusy)) {
+      this.#growing = 0;
+    } else {
+      this.#growing = late >= GROWTH * this.#lastLate ? this.#growing + 1 : 1;
+      if (this.#growing >= GROWING_TURNS && late >= bar) this.#govern("event_loop_delay");
+    }
+    this.#lastLate = late;
+  };
   readonly #now: () => number;
+  /** Whether the loop's turns are watched between samples (the delay check is on). */
+  readonly #watching: boolean;
+  /** How long (ms) a turn runs on before a surge of calls in it governs: SURGE_BARS delay bars. */
+  readonly #surgeMs: number;
+  /** Watched turns: how late the watching timer last ran (ms), long turns in a row growing, the loop's busy time at the last watch. */
+  #lastLate = 0;
+  #growing = 0;
+  #watchedElu: EventLoopUtilization | undefined;
   /** Calls refused for lateness since the last sample. */
   #refused = 0;
   /** When the last sample was taken (the loop was at its timers then). */
@@ -181,6 +235,9 @@ export class OverloadGuard {
     this.#now = now;
     this.#onShed = onShed;
     this.#maxInFlight = settings.maxInFlightCalls > 0 ? settings.maxInFlightCalls : Number.POSITIVE_INFINITY;
+    this.#watching = settings.maxEventLoopDelayMs > 0;
+    this.#surgeMs = (settings.maxEventLoopDelayMs > 0 ? settings.maxEventLoopDelayMs : 2 * DEFAULT_TURN_MS) * SURGE_BARS;
+    this.#tick = now();
     const turnMs = settings.maxEventLoopDelayMs > 0 ? settings.maxEventLoopDelayMs * TURN_FRACTION : DEFAULT_TURN_MS;
     this.#budgetMs = TICK_MS + turnMs;
     this.limit = this.#maxInFlight;
@@ -205,6 +262,7 @@ export class OverloadGuard {
     this.#lastSample = performance.now();
     this.#sampledAt = this.#now();
     this.#timer = setInterval(() => this.sample(), SAMPLE_INTERVAL_MS).unref();
+    this.#watch();
   }
 
   stop(): void {
@@ -225,9 +283,13 @@ export class OverloadGuard {
     if (m === undefined) return;
     this.eventLoopDelayMs = m.delayMs;
     this.eventLoopUtilization = m.utilization;
-    const completedRate = (this.#completed - this.#completedAtSample) / Math.max(1, m.elapsedMs);
+    // Calls completed per ms the loop was busy: what it completes at full load, measured from half load up (an
+    // idle loop's few cheap calls, probes and timers say little about a burst's: under half, it counts as half).
+    const completedRate = (this.#completed - this.#completedAtSample) / (Math.max(1, m.elapsedMs) * Math.max(0.5, m.utilization));
     this.#completedAtSample = this.#completed;
-    this.#peakRate = Math.max(this.#peakRate * PEAK_DECAY, completedRate);
+    // Not forgotten while governed: what a governed turn admits is capped by it, so its completions cannot show
+    // the capacity, and a rate decaying through them (or through a CPU shared for a while) sank with them.
+    this.#peakRate = Math.max(this.saturated === undefined ? this.#peakRate * PEAK_DECAY : this.#peakRate, completedRate);
     const refused = this.#refused;
     const admitted = this.#admitted;
     this.#refused = 0;
@@ -240,7 +302,7 @@ export class OverloadGuard {
       if (over === undefined || this.#overShare < ENGAGE_SHARE) {
         // Ungoverned: a surge of calls in flight beyond those held now (streams, calls awaiting I/O) makes the
         // calls over it ask refuse(), which looks at the clock: a turn that reads thousands of calls is a flood.
-        this.limit = Math.min(this.#maxInFlight, this.inFlight + SURGE_CALLS);
+        this.limit = Math.min(this.#maxInFlight, this.inFlight + this.#surge());
         return;
       }
       this.#govern(over);
@@ -271,14 +333,41 @@ export class OverloadGuard {
     this.limit = 0;
     this.#tick = this.#now() - TICK_MS;
     this.tick();
-    if (this.#timer !== undefined) this.#ticker = setInterval(this.tick, TICK_MS).unref();
+    clearInterval(this.#ticker);
+    this.#ticker = this.#timer === undefined ? undefined : setInterval(this.tick, TICK_MS).unref();
   }
 
   #release(): void {
+    this.saturated = undefined;
+    this.limit = this.sampling ? Math.min(this.#maxInFlight, this.inFlight + this.#surge()) : this.#maxInFlight;
+    this.#watch();
+  }
+
+  /** Watches the loop's turns (while sampling, with the delay check on), or stops the ticking timer. */
+  #watch(): void {
     clearInterval(this.#ticker);
     this.#ticker = undefined;
-    this.saturated = undefined;
-    this.limit = this.sampling ? Math.min(this.#maxInFlight, this.inFlight + SURGE_CALLS) : this.#maxInFlight;
+    this.#growing = 0;
+    this.#tick = this.#now();
+    if (this.#timer === undefined || !this.#watching) return;
+    this.#watchedElu = performance.eventLoopUtilization();
+    this.#ticker = setInterval(this.watch, WATCH_MS).unref();
+  }
+
+  /** How many calls beyond those in flight at a sample may be a surge: what the process completes in half of #surgeMs at its best. */
+  #surge(): number {
+    return this.#peakRate > 0 ? Math.min(SURGE_MAX, Math.max(SURGE_MIN, Math.round((this.#peakRate * this.#surgeMs) / 2))) : SURGE_MAX;
+  }
+
+  /** The share of the time since the last watch the loop was busy. */
+  #watchedUtilization(): number {
+    const elu = performance.eventLoopUtilization();
+    const last = this.#watchedElu;
+    this.#watchedElu = elu;
+    if (last === undefined) return 0;
+    const active = elu.active - last.active;
+    const total = active + elu.idle - last.idle;
+    return total > 0 ? active / total : 0;
   }
 
   /** The reason the last sample counts as overloaded (over both bars), or undefined. */
@@ -303,9 +392,13 @@ export class OverloadGuard {
     if (kind === "stream") return false;
     let reason = this.saturated;
     if (reason === undefined) {
-      // A surge of calls in flight while ungoverned: governed at once if the sampling timer is overdue by a
+      // A surge of calls in flight while ungoverned: governed at once if the loop's timers are overdue by a
       // turn's budget, i.e. the loop has been reading and serving calls without a break since (a backlog).
-      if (!this.sampling || this.#now() - this.#sampledAt <= SAMPLE_INTERVAL_MS + this.#budgetMs) return false;
+      if (!this.sampling) return false;
+      const overdue = this.#watching
+        ? this.#now() - this.#tick - WATCH_MS - this.#surgeMs
+        : this.#now() - this.#sampledAt - SAMPLE_INTERVAL_MS - this.#budgetMs;
+      if (overdue <= 0) return false;
       reason = this.#settings.maxEventLoopDelayMs > 0 ? "event_loop_delay" : "event_loop_utilization";
       this.#govern(reason);
       this.#admitUntil = 0; // this turn has run long already
