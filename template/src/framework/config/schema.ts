@@ -65,6 +65,13 @@ export const settings = {
   DISABLE_PROTO_VALIDATE: setting(p.boolean, false, "Turns off buf.validate request validation"),
   GRPC_MAX_RECV_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest request in bytes (gRPC message or HTTP body)"),
   GRPC_MAX_SEND_MSG_SIZE: setting(p.integer(1, 2 ** 31 - 1), 4 * 1024 * 1024, "Largest response message in bytes"),
+  // Bounds memory: a client may announce a large message, send most of it and stall, on every stream of every
+  // connection (~400 MB a connection before this); 64 MiB of such bytes plus a replica's ~150 MB stays within 512Mi.
+  MAX_PARTIAL_MESSAGE_BYTES: setting(
+    p.integer(0, 2 ** 53 - 1),
+    64 * 1024 * 1024,
+    "Bytes all calls together may hold in request messages begun and not yet whole; a call that would pass it ends with RESOURCE_EXHAUSTED (0 = no limit)",
+  ),
   GRPC_MAX_CONCURRENT_STREAMS: setting(
     p.integer(1, 2 ** 31 - 1),
     100,

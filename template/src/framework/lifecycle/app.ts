@@ -26,6 +26,7 @@ import { HttpStreams } from "../interceptors/shutdown-streams.js";
 import { configureLogging, flushLogs } from "../logging/logger.js";
 import { createServerMetrics, type ServerMetrics } from "../metrics/server-metrics.js";
 import { OverloadGuard } from "../overload/guard.js";
+import { PartialMessageBudget } from "../overload/partial-messages.js";
 import { routeGrpcJsLogs } from "../server/grpc-js-logs.js";
 import { createGrpcServer, drainGrpc, listenGrpc, listenProblem, singlePortInjector, stopGrpc } from "../server/grpc-server.js";
 import { closeAfterEachResponse } from "../server/http-drain.js";
@@ -77,6 +78,8 @@ export class App {
   readonly metrics: ServerMetrics | undefined;
   /** Overload protection of both ports: calls in flight, the event loop's last sample, whether calls are refused. */
   readonly overload: OverloadGuard;
+  /** MAX_PARTIAL_MESSAGE_BYTES: bytes held in unfinished request messages over both ports. */
+  readonly partialMessages: PartialMessageBudget;
   readonly #chain: Chain;
   readonly #httpStreams = new HttpStreams();
   readonly #reporter: ErrorReporter;
@@ -118,6 +121,8 @@ export class App {
       this.metrics?.onShed,
     );
     if (this.overload.enabled) this.metrics?.watchOverload(this.overload);
+    this.partialMessages = new PartialMessageBudget(this.config.MAX_PARTIAL_MESSAGE_BYTES, this.metrics?.onShed);
+    if (this.partialMessages.enabled) this.metrics?.watchPartialMessages(this.partialMessages);
     this.#chain = new Chain(
       defaultInterceptors(this.config, {
         reporter: this.#reporter,
@@ -198,6 +203,7 @@ export class App {
       onRejectedBeforeHandler: this.metrics?.onRejectedBeforeHandler,
       overload,
       onConnectionRefused: this.metrics?.connectionRefused("grpc"),
+      partialMessages: this.partialMessages,
     });
     let mode = gatewayMode(config);
     // With TLS the gateway's hop is TLS over TCP too: a plaintext socket would bypass it.

@@ -4,6 +4,7 @@ import { collectDefaultMetrics, Gauge, type Metric, Registry } from "prom-client
 import type { MethodInfo } from "../call/types.js";
 import type { Config } from "../config/schema.js";
 import { type OverloadGuard, SHED_REASONS, type ShedReason } from "../overload/guard.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import { type CallFamilies, CallStats, callFamilies, GRPC_LABELS, type GrpcLabels, grpcLabels } from "./call-stats.js";
 import { ClientMetrics } from "./client-metrics.js";
 import { CounterFamily, type CounterSeries, HistogramFamily, type HistogramSeries } from "./families.js";
@@ -121,7 +122,7 @@ export class ServerMetrics {
     ).registerIn(r);
     const shed = new CounterFamily(
       "grpc_server_shed_total",
-      "Total number of calls (gRPC and HTTP) refused by overload protection before they were decoded, by reason: event_loop_delay, event_loop_utilization or in_flight.",
+      "Total number of calls (gRPC and HTTP) refused by overload protection, by reason: event_loop_delay, event_loop_utilization or in_flight (before they were decoded), or partial_messages (a request message would have passed MAX_PARTIAL_MESSAGE_BYTES).",
       ["reason"],
     ).registerIn(r);
     this.#shed = Object.fromEntries(SHED_REASONS.map((reason) => [reason, shed.series(reason)])) as Record<ShedReason, CounterSeries>;
@@ -209,6 +210,18 @@ export class ServerMetrics {
       registers,
       collect() {
         this.set(guard.eventLoopUtilization);
+      },
+    });
+  }
+
+  /** Adds `grpc_server_partial_message_bytes`, read at each scrape. */
+  watchPartialMessages(budget: PartialMessageBudget): void {
+    new Gauge({
+      name: "grpc_server_partial_message_bytes",
+      help: "Bytes of request messages begun and not yet whole, held over every call (counted against MAX_PARTIAL_MESSAGE_BYTES).",
+      registers: [this.registry],
+      collect() {
+        this.set(budget.held);
       },
     });
   }

@@ -2,8 +2,8 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { rootLogger } from "../logging/logger.js";
 
 /** Why a call was refused: the `reason` label of `grpc_server_shed_total`. */
-export type ShedReason = "event_loop_delay" | "event_loop_utilization" | "in_flight";
-export const SHED_REASONS: readonly ShedReason[] = ["event_loop_delay", "event_loop_utilization", "in_flight"];
+export type ShedReason = "event_loop_delay" | "event_loop_utilization" | "in_flight" | "partial_messages";
+export const SHED_REASONS: readonly ShedReason[] = ["event_loop_delay", "event_loop_utilization", "in_flight", "partial_messages"];
 
 /**
  * What a transport tells `refuse()` about a call over the limit: `call` (a unary call or any new request, governed

@@ -2,10 +2,12 @@ import type { IncomingHttpHeaders } from "node:http";
 import { type Http2Server, constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { Code } from "../call/status.js";
 import { rootLogger } from "../logging/logger.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { firstMessageIn, type WithRequestReader } from "./first-message.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
 import { isGrpcContentType } from "./grpc-content-type.js";
+import { partialMessageTracker } from "./partial-messages.js";
 import { TimeoutBuckets } from "./timeout-buckets.js";
 
 /**
@@ -21,6 +23,8 @@ export interface ConnectionLimits {
   firstMessageTimeoutMs: number;
   /** Told of each connection refused at the cap (the metrics count it). */
   onRefused?: OnConnectionRefused | undefined;
+  /** MAX_PARTIAL_MESSAGE_BYTES: the process's budget of bytes in unfinished request messages; undefined or disabled for none. */
+  partialMessages?: PartialMessageBudget | undefined;
 }
 
 /** Set on a session once it is known to be the gateway's (its calls carry the process's gateway token). */
@@ -47,9 +51,12 @@ export class ConnectionGuard {
   readonly #limits: ConnectionLimits;
   /** Calls waiting for their first message; undefined when the timeout is off. */
   readonly #waiting: TimeoutBuckets<ServerHttp2Stream> | undefined;
+  /** Counts each call's unfinished request message against MAX_PARTIAL_MESSAGE_BYTES; undefined when off. */
+  readonly #partial: ((stream: ServerHttp2Stream) => void) | undefined;
 
   constructor(limits: ConnectionLimits) {
     this.#limits = limits;
+    if (limits.partialMessages?.enabled === true) this.#partial = partialMessageTracker(limits.partialMessages, refuseExhausted);
     const timeoutMs = limits.firstMessageTimeoutMs;
     if (timeoutMs > 0) {
       this.#waiting = new TimeoutBuckets({
@@ -78,13 +85,17 @@ export class ConnectionGuard {
       if (session.socket?.remoteAddress === undefined) markGateway(session);
     });
     const waiting = this.#waiting;
+    const partial = this.#partial;
     http2Server.prependListener("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
       const session = stream.session as Session | undefined;
       if (session === undefined || session[GATEWAY] === true) return;
       if (isGatewayHop(headers[GATEWAY_PATH_KEY])) markGateway(session);
       // Only gRPC calls that may still send a message: with SINGLE_PORT, the HTTP port's own HTTP/2 requests
       // come through here too, and a request with END_STREAM on its headers has nothing more to send.
-      else if (waiting !== undefined && !stream.endAfterHeaders && isGrpcContentType(headers["content-type"])) waiting.add(stream);
+      else if (!stream.endAfterHeaders && isGrpcContentType(headers["content-type"])) {
+        waiting?.add(stream);
+        partial?.(stream);
+      }
     });
   }
 
@@ -125,4 +136,28 @@ function endIfIdle(stream: ServerHttp2Stream & WithRequestReader): boolean {
     stream.destroy();
   }
   return true;
+}
+
+const EXHAUSTED_HEADERS = {
+  ":status": 200,
+  "content-type": "application/grpc+proto",
+  "grpc-status": String(Code.RESOURCE_EXHAUSTED),
+  "grpc-message": "request messages in progress hold the server's MAX_PARTIAL_MESSAGE_BYTES: try again later",
+};
+
+/**
+ * Ends a call whose unfinished request message would pass MAX_PARTIAL_MESSAGE_BYTES: a trailers-only
+ * RESOURCE_EXHAUSTED and RST_STREAM NO_ERROR, as endIfIdle; once the server has sent its headers, RST_STREAM
+ * ENHANCE_YOUR_CALM, which gRPC clients read as RESOURCE_EXHAUSTED. grpc-js drops what it buffered as the stream closes.
+ */
+function refuseExhausted(stream: ServerHttp2Stream): void {
+  try {
+    if (stream.headersSent) stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    else {
+      stream.respond(EXHAUSTED_HEADERS, { endStream: true });
+      stream.close(http2Constants.NGHTTP2_NO_ERROR);
+    }
+  } catch {
+    stream.destroy();
+  }
 }

@@ -7,6 +7,7 @@ import { Code, OVERLOADED_MESSAGE } from "../call/status.js";
 import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
 import type { CallKind, OverloadGuard } from "../overload/guard.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnConnectionRefused } from "./connection-refusals.js";
 import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
 import { GATEWAY_PATH_KEY, grpcHandler, isGatewayHop } from "./grpc-adapter.js";
@@ -34,6 +35,8 @@ export interface GrpcServerOptions {
   overload?: OverloadGuard | undefined;
   /** Told of each connection refused at GRPC_MAX_CONNECTIONS: the metrics count it. */
   onConnectionRefused?: OnConnectionRefused | undefined;
+  /** The process's budget of bytes in unfinished request messages (MAX_PARTIAL_MESSAGE_BYTES). */
+  partialMessages?: PartialMessageBudget | undefined;
 }
 
 /**
@@ -57,6 +60,7 @@ export function createGrpcServer({
   onRejectedBeforeHandler,
   overload,
   onConnectionRefused,
+  partialMessages,
 }: GrpcServerOptions): Server {
   routeGrpcJsLogs();
   const server = new Server({
@@ -101,6 +105,7 @@ export function createGrpcServer({
       maxConnections: config.GRPC_MAX_CONNECTIONS,
       firstMessageTimeoutMs: config.GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS * 1000,
       onRefused: onConnectionRefused,
+      partialMessages,
     }),
   });
   readiness.addToServer(server);
