@@ -32,6 +32,7 @@ const groups: [heading: string, names: Name[]][] = [
     [
       "GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS",
       "GRPC_MAX_RECV_MSG_SIZE",
+      "MAX_PARTIAL_MESSAGE_BYTES",
       "GRPC_MAX_SEND_MSG_SIZE",
       "GRPC_MAX_CONCURRENT_STREAMS",
       "GRPC_MAX_CONNECTIONS",
