@@ -196,6 +196,28 @@ describe("decode failures inside Connect's own handler (the forms the fast paths
     assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 1);
   });
 
+  test("a gzip-compressed binary Connect body that cannot be decoded: 400 invalid_argument as uncompressed, not 500 internal", async () => {
+    const before = await handled(server, "Echo", "InvalidArgument");
+    const res = await fetch(url("Echo"), {
+      method: "POST",
+      headers: { "content-type": "application/proto", "content-encoding": "gzip", "accept-encoding": "gzip" },
+      body: gzipSync(Buffer.from([0xff, 0xff, 0xff])),
+    });
+    assert.equal(res.status, 400);
+    const error = (await res.json()) as { code: string; message: string };
+    assert.equal(error.code, "invalid_argument");
+    assert.match(error.message, /parse binary/);
+    assert.equal(await handled(server, "Echo", "InvalidArgument"), before + 1);
+    // The same bytes uncompressed (the fast path) get the same answer.
+    const plain = await fetch(url("Echo"), {
+      method: "POST",
+      headers: { "content-type": "application/proto" },
+      body: Buffer.from([0xff, 0xff, 0xff]),
+    });
+    assert.equal(plain.status, 400);
+    assert.equal(((await plain.json()) as { code: string }).code, "invalid_argument");
+  });
+
   test("a Connect call with a malformed Connect-Timeout-Ms: 400 invalid_argument, counted InvalidArgument", async () => {
     const before = await handled(server, "Echo", "InvalidArgument");
     const res = await fetch(url("Echo"), {

@@ -243,6 +243,9 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
   return (path) => methodsByPath.get(path) ?? [];
 }
 
+/** With the metrics off, refusals are not counted (countRefusal still words some answers, see binaryParseRefusal). */
+const uncounted: OnRejectedBeforeHandler = () => {};
+
 /**
  * The route's hook. `streamedBody`: a client-streaming or bidi method, whose request body lasts as long as the
  * call. Over HTTP/2 (where Connect serves bidi) the whole-request timeout is lifted, as for the gateway's NDJSON
@@ -281,7 +284,7 @@ function serve(
     const write = (uRes: UniversalServerResponse) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res);
     handler(text ? decodeTextRequest(uReq) : uReq)
       // Connect answered alone, before our implementation ran: counted here (the chain counts the others).
-      .then((uRes) => (request.entered || !onRejected ? write(uRes) : countRefusal(uRes, handler.requestPath, onRejected).then(write)))
+      .then((uRes) => (request.entered ? write(uRes) : countRefusal(uRes, handler.requestPath, onRejected ?? uncounted).then(write)))
       .catch((err: unknown) => {
         // The client went away mid-response, or the response could not be written: nothing left to tell it.
         if (ConnectError.from(err).code !== ConnectCode.Aborted)
