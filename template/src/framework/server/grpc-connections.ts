@@ -7,7 +7,7 @@ import { type OnConnectionRefused, reportRefusedConnections } from "./connection
 import { firstMessageIn, type WithRequestReader } from "./first-message.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
 import { isGrpcContentType } from "./grpc-content-type.js";
-import { partialMessageTracker } from "./partial-messages.js";
+import { trackPartialMessages } from "./partial-messages.js";
 import { TimeoutBuckets } from "./timeout-buckets.js";
 
 /**
@@ -56,7 +56,11 @@ export class ConnectionGuard {
 
   constructor(limits: ConnectionLimits) {
     this.#limits = limits;
-    if (limits.partialMessages?.enabled === true) this.#partial = partialMessageTracker(limits.partialMessages, refuseExhausted);
+    const budget = limits.partialMessages;
+    if (budget?.enabled === true) {
+      const track = trackPartialMessages(refuseExhausted);
+      if (track !== undefined) this.#partial = (stream) => track(stream, budget);
+    }
     const timeoutMs = limits.firstMessageTimeoutMs;
     if (timeoutMs > 0) {
       this.#waiting = new TimeoutBuckets({

@@ -1,82 +1,92 @@
-import type { Readable } from "node:stream";
+import type { ServerHttp2Stream } from "node:http2";
+import { BaseServerInterceptingCall } from "@grpc/grpc-js/build/src/server-interceptors.js";
+import { rootLogger } from "../logging/logger.js";
 import type { PartialMessageBudget } from "../overload/partial-messages.js";
 
-/** Bytes of the current message read so far, its 5-byte prefix included (0 between messages; -1 once refused or closed). */
+/** The budget a gRPC call's stream counts against; set once per call by trackPartialMessages. */
+const BUDGET = Symbol("partial message budget");
+/** Bytes of the current message received so far, its 5-byte prefix included (0 between messages; -1 once refused or closed). */
 const HELD = Symbol("partial message bytes");
-/** The current message's length, from its prefix (as far as read). */
-const SIZE = Symbol("partial message size");
 /** The stream's 'close' listener is on (added the first time a message spans two reads). */
 const HOOKED = Symbol("partial message close hook");
 
-type Tracked<S extends Readable> = S & { [HELD]: number; [SIZE]: number; [HOOKED]?: true };
+type Tracked = ServerHttp2Stream & { [BUDGET]?: PartialMessageBudget; [HELD]: number; [HOOKED]?: true };
 
-/** Length-prefixed framing: a flag byte and a 4-byte big-endian length (gRPC, gRPC-Web binary, Connect streaming). */
-const PREFIX = 5;
+/** What the hook reads of grpc-js's call and its StreamDecoder (private in its types). */
+interface DecodingCall {
+  stream: Tracked;
+  decoder: { readState: number; readSizeRemaining: number; readMessageSize: number; readMessageRemaining: number };
+  handleDataFrame(data: Buffer): void;
+}
+/** StreamDecoder's readState values. */
+const READING_SIZE = 1;
+const READING_MESSAGE = 2;
+
+let refuseCall: (stream: ServerHttp2Stream) => void = () => {};
+let hooked: boolean | undefined;
 
 /**
- * Counts the bytes of a stream's length-prefixed request messages (gRPC, gRPC-Web, Connect envelopes) that have
- * arrived while the message is not whole yet, against the process's PartialMessageBudget, reading the same
- * chunks as the decoder that buffers them (grpc-js's StreamDecoder, Connect's envelope reader). Neither library
- * has a hook for this, so the framing is followed here: per chunk, a walk over its message prefixes; the budget
- * is touched only when a message spans reads. A call that would pass the budget is handed to `refuse` (which
- * ends it with RESOURCE_EXHAUSTED in its protocol's form) and its bytes given back at once; a call's bytes are
- * given back when its message completes or its stream closes.
- *
- * The listeners are made once per transport and the state kept on the stream (no allocation per call). The
- * 'data' listener is prepended, which (unlike `on`) does not switch the stream to flowing mode: the decoder's
- * own listener and its pause/resume decide when data flows, as before.
+ * Counts the bytes grpc-js holds of a call's request message not yet whole against the process's
+ * PartialMessageBudget, read from its own decoder after each chunk (grpc-js has no hook for it): the bytes of the
+ * current message it has so far. A call that would pass the budget is refused (`refuse`: RESOURCE_EXHAUSTED) and its
+ * bytes given back at once; a call's bytes are given back when its message completes or its stream closes.
+ * Per chunk, a few reads of the decoder's fields and a compare; the budget is touched only when a message spans
+ * reads; per call, one property write. If a grpc-js release renames what this reads, start-up logs a warning and
+ * nothing is counted (and the budget's test fails).
  */
-export function partialMessageTracker<S extends Readable>(budget: PartialMessageBudget, refuse: (stream: S) => void): (stream: S) => void {
-  function release(this: Tracked<S>): void {
-    const held = this[HELD];
-    if (held > 0) budget.give(held);
-    this[HELD] = -1;
-  }
-  function onData(this: Tracked<S>, chunk: Buffer): void {
-    const before = this[HELD];
-    if (before < 0) return;
-    let held = before;
-    let size = this[SIZE];
-    const length = chunk.length;
-    let at = 0;
-    while (at < length) {
-      if (held === 0 && length - at >= PREFIX) {
-        size = chunk.readUInt32BE(at + 1);
-        held = PREFIX;
-        at += PREFIX;
-      } else if (held < PREFIX) {
-        if (held > 0) size = size * 256 + chunk[at]!;
-        held++;
-        at++;
-      } else {
-        const take = Math.min(length - at, size + PREFIX - held);
-        held += take;
-        at += take;
-      }
-      if (held === size + PREFIX && held >= PREFIX) {
-        held = 0;
-        size = 0;
-      }
-    }
-    this[SIZE] = size;
-    if (held === before) return;
-    if (held > before) {
-      if (!budget.take(held - before)) {
-        release.call(this);
-        refuse(this);
-        return;
-      }
-      if (this[HOOKED] !== true) {
-        this[HOOKED] = true;
-        this.on("close", release);
-      }
-    } else budget.give(before - held);
-    this[HELD] = held;
-  }
-  return (stream) => {
-    const tracked = stream as Tracked<S>;
+export function trackPartialMessages(
+  refuse: (stream: ServerHttp2Stream) => void,
+): ((stream: ServerHttp2Stream, budget: PartialMessageBudget) => void) | undefined {
+  refuseCall = refuse;
+  if (hooked === undefined) hooked = hookDecoder();
+  if (!hooked) return undefined;
+  return (stream, budget) => {
+    const tracked = stream as Tracked;
     tracked[HELD] = 0;
-    tracked[SIZE] = 0;
-    stream.prependListener("data", onData);
+    tracked[BUDGET] = budget;
   };
+}
+
+function hookDecoder(): boolean {
+  const proto = BaseServerInterceptingCall.prototype as unknown as Partial<DecodingCall>;
+  const original = proto.handleDataFrame;
+  if (typeof original !== "function") {
+    rootLogger().warn("grpc-js has no handleDataFrame: MAX_PARTIAL_MESSAGE_BYTES is not applied on the gRPC port");
+    return false;
+  }
+  proto.handleDataFrame = function (this: DecodingCall, data: Buffer): void {
+    original.call(this, data);
+    const stream = this.stream;
+    const budget = stream[BUDGET];
+    if (budget === undefined) return;
+    const before = stream[HELD];
+    if (before < 0) return;
+    const d = this.decoder;
+    const state = d.readState;
+    const held =
+      state === READING_MESSAGE ? 5 + d.readMessageSize - d.readMessageRemaining : state === READING_SIZE ? 5 - d.readSizeRemaining : 0;
+    if (held === before) return;
+    if (held < before) {
+      budget.give(before - held);
+      stream[HELD] = held;
+      return;
+    }
+    if (!budget.take(held - before)) {
+      release.call(stream);
+      refuseCall(stream);
+      return;
+    }
+    stream[HELD] = held;
+    if (stream[HOOKED] !== true) {
+      stream[HOOKED] = true;
+      stream.on("close", release);
+    }
+  };
+  return true;
+}
+
+function release(this: Tracked): void {
+  const held = this[HELD];
+  if (held > 0) this[BUDGET]?.give(held);
+  this[HELD] = -1;
 }
