@@ -9,12 +9,14 @@
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { request as httpRequest, type IncomingMessage } from "node:http";
+import { connect as http2Connect } from "node:http2";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { handled } from "./support/metrics.js";
 
 // 1/50: the 20 s between messages become 0.4 s, 0.8 s short of the 1.2 s idle limit, room for a loaded machine's stalls.
 const SCALE = 50;
@@ -101,6 +103,45 @@ for (const mode of ["tcp", "unix", "in-process"] as const) {
       assert.equal(await replies.next(), undefined);
       call.req.destroy();
     });
+
+    test(
+      "a Connect bidi call over h2c quiet both ways for the idle limit ends with deadline_exceeded and is counted",
+      { timeout: 10_000 },
+      async () => {
+        const before = await handled(server, "Chat", "DeadlineExceeded");
+        const session = http2Connect(server.httpUrl);
+        session.on("error", () => {});
+        const stream = session.request(
+          { ":method": "POST", ":path": "/fixture.v1.FixtureService/Chat", "content-type": "application/connect+json" },
+          { endStream: false },
+        );
+        stream.on("error", () => {});
+        const message = Buffer.from('{"text":"a"}');
+        const head = Buffer.alloc(5);
+        head.writeUInt32BE(message.length, 1);
+        stream.write(Buffer.concat([head, message])); // then nothing: no more messages, no end
+        const chunks: Buffer[] = [];
+        stream.on("data", (c: Buffer) => chunks.push(c));
+        await once(stream, "end");
+        session.destroy(); // the request was never ended: close() would wait for it
+        // The reply to "a", then the end-stream message (flag 2) with the error.
+        const body = Buffer.concat(chunks);
+        let at = 0;
+        const frames: { flags: number; data: string }[] = [];
+        while (at + 5 <= body.length) {
+          const length = body.readUInt32BE(at + 1);
+          frames.push({ flags: body[at]!, data: body.subarray(at + 5, at + 5 + length).toString() });
+          at += 5 + length;
+        }
+        assert.deepEqual(JSON.parse(frames[0]!.data), { text: "a", seq: 1 });
+        const end = frames.at(-1)!;
+        assert.equal(end.flags, 2);
+        const error = (JSON.parse(end.data) as { error: { code: string; message: string } }).error;
+        assert.equal(error.code, "deadline_exceeded");
+        assert.match(error.message, /HTTP_STREAM_IDLE_TIMEOUT_SECONDS/);
+        assert.equal(await handled(server, "Chat", "DeadlineExceeded"), before + 1);
+      },
+    );
 
     test("request headers that stop coming get 408 at the header timeout, not at Node's next 30 s sweep", { timeout: 5000 }, async () => {
       const socket = connect(Number(new URL(server.httpUrl).port), "127.0.0.1");

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
 import type { Message } from "@bufbuild/protobuf";
 import {
   Code as ConnectCode,
@@ -43,6 +44,8 @@ export interface BrowserProtocolOptions {
   log: Logger;
   /** Told of a call refused before it reached its method's chain (a request that cannot be decoded), with its code. */
   onRejected?: OnRejectedBeforeHandler | undefined;
+  /** HTTP_STREAM_IDLE_TIMEOUT_SECONDS in ms: a client-streaming or bidi call over HTTP/2 with nothing sent either way this long ends; 0 for never. */
+  streamIdleMs?: number | undefined;
 }
 
 /** One request Connect's handler serves: its raw headers, and whether our implementation ran for it. */
@@ -243,6 +246,46 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
   return (path) => methodsByPath.get(path) ?? [];
 }
 
+/**
+ * The idle limit of a client-streaming or bidi call over HTTP/2, whose whole-request timeout is lifted: as for the
+ * gateway's NDJSON streams (json-stream.ts), the HTTP/2 stream's own timer, which any frame either way restarts
+ * (no timer per message). When it fires, the request's signal is aborted with DEADLINE_EXCEEDED, as Connect's own
+ * deadline does: Connect ends the call with that status (an end-stream message, or gRPC-Web trailers) and the chain
+ * counts it. Over HTTP/1.1 the whole-request timeout still applies.
+ */
+function endWhenIdle(uReq: UniversalServerRequest, raw: FastifyRequest["raw"], idleMs: number): UniversalServerRequest {
+  const idle = new AbortController();
+  raw.setTimeout(idleMs, () => {
+    // Idle again after the answer (a client that never ends its request): the stream is closed (RST_STREAM NO_ERROR).
+    if (idle.signal.aborted) (raw as unknown as Http2ServerRequest).stream.close();
+    else
+      idle.abort(
+        new GrpcError(
+          Code.DEADLINE_EXCEEDED,
+          `nothing was sent either way for ${idleMs / 1000} s (HTTP_STREAM_IDLE_TIMEOUT_SECONDS): send a message to keep the stream open`,
+        ),
+      );
+  });
+  const body = uReq.body as AsyncIterable<Uint8Array>;
+  return { ...uReq, body: untilAborted(body, idle.signal) };
+}
+
+/** The body's chunks until the signal aborts: a read waiting then fails with its reason (Connect decodes the body as the call reads it). */
+async function* untilAborted(body: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncIterable<Uint8Array> {
+  const it = body[Symbol.asyncIterator]();
+  const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
+  aborted.catch(() => {});
+  try {
+    for (;;) {
+      const step = await Promise.race([it.next(), aborted]);
+      if (step.done) return;
+      yield step.value;
+    }
+  } finally {
+    it.return?.()?.catch(() => {});
+  }
+}
+
 /** With the metrics off, refusals are not counted (countRefusal still words some answers, see binaryParseRefusal). */
 const uncounted: OnRejectedBeforeHandler = () => {};
 
@@ -255,10 +298,11 @@ function serve(
   handler: UniversalHandler,
   unary: BoundMethod | undefined,
   streamedBody: boolean,
-  { readMaxBytes, log, onRejected }: BrowserProtocolOptions,
+  { readMaxBytes, log, onRejected, streamIdleMs = 0 }: BrowserProtocolOptions,
 ) {
   return (req: FastifyRequest, reply: FastifyReply): void => {
-    if (streamedBody && req.raw.httpVersionMajor === 2) liftRequestTimeout(req.raw);
+    const lifted = streamedBody && req.raw.httpVersionMajor === 2;
+    if (lifted) liftRequestTimeout(req.raw);
     reply.hijack();
     const res = reply.raw;
     const set = reply.getHeaders();
@@ -281,6 +325,7 @@ function serve(
       res.writeHead(400).end(); // no authority: an HTTP/1.0 request without Host
       return;
     }
+    if (lifted && streamIdleMs > 0) uReq = endWhenIdle(uReq, req.raw, streamIdleMs);
     const write = (uRes: UniversalServerResponse) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res);
     handler(text ? decodeTextRequest(uReq) : uReq)
       // Connect answered alone, before our implementation ran: counted here (the chain counts the others).

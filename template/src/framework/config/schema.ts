@@ -162,7 +162,7 @@ export const settings = {
   HTTP_STREAM_IDLE_TIMEOUT_SECONDS: setting(
     p.number(0),
     60,
-    "A client-streaming or bidi call over HTTP (NDJSON) whose connection carries nothing either way for this long ends with DEADLINE_EXCEEDED (0 = off)",
+    "A client-streaming or bidi call over HTTP (NDJSON; Connect and gRPC-Web over HTTP/2) whose connection carries nothing either way for this long ends with DEADLINE_EXCEEDED (0 = off)",
   ),
   HTTP_MAX_CONNECTIONS: setting(
     p.integer(0, 1_000_000),
