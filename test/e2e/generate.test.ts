@@ -115,8 +115,11 @@ describe("demo-svc --yes (defaults: install and git)", () => {
     assert.ok(fs.existsSync(path.join(dir, "node_modules/.package-lock.json")), "dependencies are installed");
     // npm 11 lists the dependency install scripts package.json's allowScripts leaves undecided: there are none.
     assert.doesNotMatch(s.result.output, /install-scripts/, "no install-script warning for the user to act on");
+    // SPEC §4.18: a generated repo's dependencies are those its own targets use, ≤ 250 MB installed.
     const du = await run("du", ["-sm", "node_modules"], dir, MINUTE);
-    t.diagnostic(`node_modules: ${du.stdout.split("\t")[0]} MB`);
+    const mb = Number(du.stdout.split("\t")[0]);
+    t.diagnostic(`node_modules: ${mb} MB`);
+    assert.ok(mb <= 250, `node_modules is ${mb} MB, over the 250 MB a generated repo may take`);
   });
 
   test("renames every example token", () => {
