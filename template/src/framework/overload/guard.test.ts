@@ -106,7 +106,7 @@ test("a burst of 2 samples, a closed loop at capacity and a late but idle loop a
   for (let i = 0; i < 1000; i++) assert.equal(arrive(guard), "admitted", "the sampling timer is not overdue: no flood");
 });
 
-test("ungoverned, a surge of calls while the loop's timers are overdue (one long turn reading a backlog) governs at once", () => {
+test("ungoverned, a surge of calls while the watched loop's timers are overdue (one long turn reading a backlog) governs at once", () => {
   const shed: ShedReason[] = [];
   const clock = new Clock();
   const guard = new OverloadGuard(
@@ -116,7 +116,8 @@ test("ungoverned, a surge of calls while the loop's timers are overdue (one long
   );
   sample(guard, ...CALM);
   for (let i = 0; i < 300; i++) arrive(guard, "stream"); // streams held (SSE, WebSocket): a baseline
-  sample(guard, ...CALM);
+  sample(guard, 12, 0.95); // turns long enough to watch (half the bar), not an overload
+  assert.equal(guard.saturated, undefined);
   assert.equal(guard.limit, 556);
   clock.t += 5;
   guard.watch(0.5); // the loop at its timers
@@ -141,6 +142,20 @@ test("a surge is counted in time: calls beyond those held at the sample that tak
   assert.equal(guard.limit, 256);
 });
 
+test("turns are watched only from a sample that saw them long (half the bar, a busy loop) until 40 short ones in a row", () => {
+  const clock = new Clock();
+  const guard = defaults([], clock);
+  for (let i = 0; i < 20; i++) sample(guard, 8, 1); // a closed loop at capacity, short turns: no timer every 5 ms
+  sample(guard, 15, 0.5); // late but mostly idle
+  assert.equal(guard.watchingTurns, false);
+  sample(guard, 12, 0.95);
+  assert.equal(guard.watchingTurns, true);
+  for (let i = 0; i < 39; i++) turn(guard, clock, 6);
+  assert.equal(guard.watchingTurns, true);
+  turn(guard, clock, 6);
+  assert.equal(guard.watchingTurns, false);
+});
+
 /** The loop reaches the watching timer after a turn of `turnMs`, busy `utilization` of it. */
 function turn(guard: OverloadGuard, clock: Clock, turnMs: number, utilization = 1): void {
   clock.t += turnMs;
@@ -156,8 +171,8 @@ test("turns growing as under an overload (each reading what came during the last
   assert.equal(guard.saturated, "event_loop_delay");
   assert.equal(guard.limit, 0);
 
-  const faster = defaults([], clock); // 1.3× capacity: each turn 1.3 times the last
-  for (const ms of [20, 25, 31, 39]) turn(faster, clock, ms); // late by 15, 20, 26, 34 ms
+  const faster = defaults([], clock); // 1.5× capacity: each turn 1.5 times the last
+  for (const ms of [15, 20, 28, 40, 58]) turn(faster, clock, ms); // late by 10, 15, 23, 35, 53 ms
   assert.equal(faster.saturated, "event_loop_delay");
 });
 

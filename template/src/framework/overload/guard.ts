@@ -73,10 +73,14 @@ const SURGE_MAX = 256;
 /** While overloaded, how often (ms) the loop notes that it got round to its timers: the per-call lateness clock. */
 const TICK_MS = 2;
 /**
- * While not overloaded (and the delay check is on), how often (ms) the loop's turns are watched: how late this
- * timer runs is how long the turn before it lasted. 200 timer runs a second, a few additions each.
+ * While not overloaded (and the delay check is on), how often (ms) the loop's turns are watched once a sample
+ * saw them long: how late this timer runs is how long the turn before it lasted. Only then: a timer this
+ * frequent, even an empty one, costs a busy loop ~10 % per stream message (fewer events per turn of the loop),
+ * so it runs from a sample whose mean delay reaches LONG_TURN_SHARE of the bar until DISARM_WATCHES short
+ * turns in a row.
  */
 const WATCH_MS = 5;
+const DISARM_WATCHES = 40;
 /** A watched turn counts as long when its timer ran at least this share of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS late. */
 const LONG_TURN_SHARE = 0.5;
 /**
@@ -90,7 +94,7 @@ const LONG_TURN_SHARE = 0.5;
  * that grows more slowly than GROWTH is left to the samples.
  */
 const GROWING_TURNS = 3;
-const GROWTH = 1.25;
+const GROWTH = 1.5;
 /**
  * While overloaded, a call is refused when the current turn of the loop has run this long (ms) since its timers
  * last ran (plus up to TICK_MS), less how late they ran: half of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS, or this when
@@ -199,7 +203,9 @@ export class OverloadGuard {
     const { maxEventLoopDelayMs: bar, maxEventLoopUtilization: maxBusy } = this.#settings;
     if (late < bar * LONG_TURN_SHARE || (maxBusy > 0 && busy <= maxBusy)) {
       this.#growing = 0;
+      if (++this.#shortTurns >= DISARM_WATCHES) this.#disarm();
     } else {
+      this.#shortTurns = 0;
       this.#growing = late >= GROWTH * this.#lastLate ? this.#growing + 1 : 1;
       if (this.#growing >= GROWING_TURNS && late >= bar) this.#govern("event_loop_delay");
     }
@@ -213,6 +219,9 @@ export class OverloadGuard {
   /** Watched turns: how late the watching timer last ran (ms), long turns in a row growing, the loop's busy time at the last watch. */
   #lastLate = 0;
   #growing = 0;
+  #shortTurns = 0;
+  /** Whether the loop's turns are being watched (from a sample that saw them long). */
+  #armed = false;
   #watchedElu: EventLoopUtilization | undefined;
   /** Calls refused for lateness since the last sample. */
   #refused = 0;
@@ -248,6 +257,11 @@ export class OverloadGuard {
     return this.sampling || this.#maxInFlight !== Number.POSITIVE_INFINITY;
   }
 
+  /** Whether the loop's turns are watched now (a timer every WATCH_MS, from a sample that saw them long). */
+  get watchingTurns(): boolean {
+    return this.#armed;
+  }
+
   /** Whether an event-loop check is on (the loop is sampled). */
   get sampling(): boolean {
     return this.#settings.maxEventLoopDelayMs > 0 || this.#settings.maxEventLoopUtilization > 0;
@@ -262,7 +276,6 @@ export class OverloadGuard {
     this.#lastSample = performance.now();
     this.#sampledAt = this.#now();
     this.#timer = setInterval(() => this.sample(), SAMPLE_INTERVAL_MS).unref();
-    this.#watch();
   }
 
   stop(): void {
@@ -299,6 +312,8 @@ export class OverloadGuard {
     this.#overShare += ((over === undefined ? 0 : 1) - this.#overShare) * weight;
     this.#sampledAt = this.#now();
     if (this.saturated === undefined) {
+      const { maxEventLoopDelayMs: bar, maxEventLoopUtilization: maxBusy } = this.#settings;
+      if (this.#watching && !this.#armed && m.delayMs >= bar * LONG_TURN_SHARE && (maxBusy <= 0 || m.utilization > maxBusy)) this.#arm();
       if (over === undefined || this.#overShare < ENGAGE_SHARE) {
         // Ungoverned: a surge of calls in flight beyond those held now (streams, calls awaiting I/O) makes the
         // calls over it ask refuse(), which looks at the clock: a turn that reads thousands of calls is a flood.
@@ -333,25 +348,32 @@ export class OverloadGuard {
     this.limit = 0;
     this.#tick = this.#now() - TICK_MS;
     this.tick();
-    clearInterval(this.#ticker);
-    this.#ticker = this.#timer === undefined ? undefined : setInterval(this.tick, TICK_MS).unref();
+    this.#disarm();
+    if (this.#timer !== undefined) this.#ticker = setInterval(this.tick, TICK_MS).unref();
   }
 
   #release(): void {
     this.saturated = undefined;
     this.limit = this.sampling ? Math.min(this.#maxInFlight, this.inFlight + this.#surge()) : this.#maxInFlight;
-    this.#watch();
+    this.#disarm();
   }
 
-  /** Watches the loop's turns (while sampling, with the delay check on), or stops the ticking timer. */
-  #watch(): void {
-    clearInterval(this.#ticker);
-    this.#ticker = undefined;
+  /** Starts watching the loop's turns (the watching timer, once the guard is started). */
+  #arm(): void {
+    this.#armed = true;
     this.#growing = 0;
+    this.#shortTurns = 0;
     this.#tick = this.#now();
-    if (this.#timer === undefined || !this.#watching) return;
+    if (this.#timer === undefined) return;
     this.#watchedElu = performance.eventLoopUtilization();
     this.#ticker = setInterval(this.watch, WATCH_MS).unref();
+  }
+
+  /** Stops the watching or ticking timer. */
+  #disarm(): void {
+    clearInterval(this.#ticker);
+    this.#ticker = undefined;
+    this.#armed = false;
   }
 
   /** How many calls beyond those in flight at a sample may be a surge: what the process completes in half of #surgeMs at its best. */
@@ -395,9 +417,9 @@ export class OverloadGuard {
       // A surge of calls in flight while ungoverned: governed at once if the loop's timers are overdue by a
       // turn's budget, i.e. the loop has been reading and serving calls without a break since (a backlog).
       if (!this.sampling) return false;
-      const overdue = this.#watching
+      const overdue = this.#armed
         ? this.#now() - this.#tick - WATCH_MS - this.#surgeMs
-        : this.#now() - this.#sampledAt - SAMPLE_INTERVAL_MS - this.#budgetMs;
+        : this.#now() - this.#sampledAt - SAMPLE_INTERVAL_MS - (this.#watching ? this.#surgeMs : this.#budgetMs);
       if (overdue <= 0) return false;
       reason = this.#settings.maxEventLoopDelayMs > 0 ? "event_loop_delay" : "event_loop_utilization";
       this.#govern(reason);
