@@ -56,7 +56,7 @@ describe("the dependencies of a generated repository", () => {
     });
   }
 
-  it("postinstall deletes buf's protoc plugins (50 MB) on every platform, and nothing else", () => {
+  it("postinstall deletes buf's protoc plugins (50 MB) on every platform and swagger-ui-dist's maps and unserved bundles (10 MB), and nothing else", () => {
     const dir = tmpDir();
     const bins = {
       "buf-linux-x64": ["buf", "protoc-gen-buf-breaking", "protoc-gen-buf-lint"],
@@ -64,12 +64,16 @@ describe("the dependencies of a generated repository", () => {
     };
     for (const [platform, files] of Object.entries(bins)) for (const f of files) write(dir, `node_modules/@bufbuild/${platform}/bin/${f}`, "binary");
     write(dir, "node_modules/@bufbuild/protobuf/package.json", "{}");
+    const served = ["index.css", "swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "oauth2-redirect.js", "package.json", "LICENSE"];
+    const unserved = ["swagger-ui.js", "swagger-ui-es-bundle.js", "swagger-ui-es-bundle-core.js", "swagger-ui-bundle.js.map", "swagger-ui.css.map"];
+    for (const f of [...served, ...unserved]) write(dir, `node_modules/swagger-ui-dist/${f}`, "x");
     const script = pkg.scripts.postinstall ?? "";
     const r = spawnSync(script, { cwd: dir, shell: true, encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(fs.readdirSync(path.join(dir, "node_modules/@bufbuild/buf-linux-x64/bin")), ["buf"]);
     assert.deepEqual(fs.readdirSync(path.join(dir, "node_modules/@bufbuild/buf-win32-x64/bin")), ["buf.exe"]);
     assert.ok(fs.existsSync(path.join(dir, "node_modules/@bufbuild/protobuf/package.json")));
+    assert.deepEqual(fs.readdirSync(path.join(dir, "node_modules/swagger-ui-dist")).sort(), [...served].sort());
     // With no dependencies installed (the image's production stage has no buf), it does nothing.
     assert.equal(spawnSync(script, { cwd: tmpDir(), shell: true }).status, 0);
   });
