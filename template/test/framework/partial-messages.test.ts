@@ -9,9 +9,12 @@ import { once } from "node:events";
 import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, type IncomingHttpHeaders } from "node:http2";
 import { afterEach, test } from "node:test";
 import { Code } from "../../src/framework/index.js";
+import { startTestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { deploymentNodeOptions } from "./deploy-files.js";
+import { fixtureService } from "./fixtures/fixture-service.js";
 import { FIXTURE_MAIN, killServiceProcesses, startServiceProcess } from "./support/service-process.js";
+import { waitFor } from "./support/wait.js";
 
 afterEach(killServiceProcesses);
 
@@ -128,5 +131,39 @@ test(
     await once(left.stream, "close");
     await metricReaches(httpUrl, held, 0);
     assert.equal(service.child.exitCode, null, "the service is up");
+  },
+);
+
+test(
+  "a Connect client stream over h2c whose unfinished message would pass MAX_PARTIAL_MESSAGE_BYTES ends with resource_exhausted",
+  { timeout: 30_000 },
+  async (t) => {
+    const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(1024 * KIB) });
+    t.after(() => server.close());
+    const budget = server.app.partialMessages;
+    const session = http2Connect(server.httpUrl);
+    t.after(() => session.destroy());
+    const open = () => {
+      const stream = session.request(
+        { ":method": "POST", ":path": `/${FixtureService.typeName}/Sum`, "content-type": "application/connect+proto" },
+        { endStream: false },
+      );
+      stream.on("error", () => {});
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(900 * KIB, 1);
+      stream.write(Buffer.concat([prefix, Buffer.alloc(700 * KIB)]));
+      return { stream, body: once(stream, "end").then(() => Buffer.concat(chunks)) };
+    };
+    const first = open();
+    await waitFor(() => (budget.held === 700 * KIB + 5 ? true : undefined));
+    const second = open();
+    const body = await second.body;
+    assert.equal(body[0], 2, "an end-stream message");
+    assert.equal((JSON.parse(body.subarray(5).toString()) as { error: { code: string } }).error.code, "resource_exhausted");
+    assert.equal(budget.held, 700 * KIB + 5, "the refused call's bytes given back");
+    first.stream.close();
+    await waitFor(() => (budget.held === 0 ? true : undefined));
   },
 );

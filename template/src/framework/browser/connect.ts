@@ -27,6 +27,7 @@ import { Code, GrpcError } from "../call/status.js";
 import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import { liftRequestTimeout } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
@@ -44,6 +45,8 @@ export interface BrowserProtocolOptions {
   log: Logger;
   /** Told of a call refused before it reached its method's chain (a request that cannot be decoded), with its code. */
   onRejected?: OnRejectedBeforeHandler | undefined;
+  /** MAX_PARTIAL_MESSAGE_BYTES: the process's budget of bytes in unfinished request messages (streamed bodies count against it). */
+  partialMessages?: PartialMessageBudget | undefined;
   /** HTTP_STREAM_IDLE_TIMEOUT_SECONDS in ms: a client-streaming or bidi call over HTTP/2 with nothing sent either way this long ends; 0 for never. */
   streamIdleMs?: number | undefined;
 }
@@ -270,6 +273,49 @@ function endWhenIdle(uReq: UniversalServerRequest, raw: FastifyRequest["raw"], i
   return { ...uReq, body: untilAborted(body, idle.signal) };
 }
 
+/**
+ * A streamed Connect or gRPC-Web body's chunks, counting the bytes of an enveloped message (a flag byte, a 4-byte
+ * length, the message) not yet whole against MAX_PARTIAL_MESSAGE_BYTES, as the gRPC port does (Connect buffers
+ * them until the message is whole). Past the budget the read fails with RESOURCE_EXHAUSTED, which Connect answers
+ * in the protocol's form; the bytes are given back as messages complete and when the body ends either way.
+ */
+async function* countedEnvelopes(body: AsyncIterable<Uint8Array>, budget: PartialMessageBudget): AsyncIterable<Uint8Array> {
+  let held = 0;
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      const before = held;
+      const length = chunk.byteLength;
+      for (let at = 0; at < length;) {
+        if (held < 5) {
+          if (held > 0) size = size * 256 + chunk[at]!;
+          held++;
+          at++;
+        } else {
+          const take = Math.min(length - at, size + 5 - held);
+          held += take;
+          at += take;
+        }
+        if (held >= 5 && held === size + 5) {
+          held = 0;
+          size = 0;
+        }
+      }
+      if (held > before && !budget.take(held - before)) {
+        held = before;
+        throw new GrpcError(
+          Code.RESOURCE_EXHAUSTED,
+          "request messages in progress hold the server's MAX_PARTIAL_MESSAGE_BYTES: try again later",
+        );
+      }
+      if (held < before) budget.give(before - held);
+      yield chunk;
+    }
+  } finally {
+    if (held > 0) budget.give(held);
+  }
+}
+
 /** The body's chunks until the signal aborts: a read waiting then fails with its reason (Connect decodes the body as the call reads it). */
 async function* untilAborted(body: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncIterable<Uint8Array> {
   const it = body[Symbol.asyncIterator]();
@@ -298,7 +344,7 @@ function serve(
   handler: UniversalHandler,
   unary: BoundMethod | undefined,
   streamedBody: boolean,
-  { readMaxBytes, log, onRejected, streamIdleMs = 0 }: BrowserProtocolOptions,
+  { readMaxBytes, log, onRejected, streamIdleMs = 0, partialMessages }: BrowserProtocolOptions,
 ) {
   return (req: FastifyRequest, reply: FastifyReply): void => {
     const lifted = streamedBody && req.raw.httpVersionMajor === 2;
@@ -325,6 +371,8 @@ function serve(
       res.writeHead(400).end(); // no authority: an HTTP/1.0 request without Host
       return;
     }
+    if (streamedBody && !text && partialMessages?.enabled === true)
+      uReq = { ...uReq, body: countedEnvelopes(uReq.body as AsyncIterable<Uint8Array>, partialMessages) };
     if (lifted && streamIdleMs > 0) uReq = endWhenIdle(uReq, req.raw, streamIdleMs);
     const write = (uRes: UniversalServerResponse) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res);
     handler(text ? decodeTextRequest(uReq) : uReq)

@@ -262,6 +262,7 @@ export class App {
       log: this.log,
       onRejected: this.metrics?.onRejectedBeforeHandler,
       streamIdleMs: config.HTTP_STREAM_IDLE_TIMEOUT_SECONDS * 1000,
+      partialMessages: this.partialMessages,
     });
     preflight.push(protocolMethods, gatewayMethods);
     registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });
