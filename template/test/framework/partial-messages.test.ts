@@ -139,10 +139,12 @@ test(
   { timeout: 30_000 },
   async (t) => {
     const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(1024 * KIB) });
-    t.after(() => server.close());
     const budget = server.app.partialMessages;
     const session = http2Connect(server.httpUrl);
-    t.after(() => session.destroy());
+    t.after(async () => {
+      session.destroy();
+      await server.close();
+    });
     const open = () => {
       const stream = session.request(
         { ":method": "POST", ":path": `/${FixtureService.typeName}/Sum`, "content-type": "application/connect+proto" },
