@@ -50,30 +50,43 @@ async function metric(httpUrl: string, series: string): Promise<number> {
   return Number(line.slice(series.length + 1));
 }
 
-/** Asks /metrics until `series` reads `value` (the service counts the bytes as its loop gets to them). */
-async function metricReaches(httpUrl: string, series: string, value: number): Promise<void> {
+/**
+ * Asks /metrics until `series` reads `value` (the service counts the bytes as its loop gets to them); fails, rather
+ * than asking forever, once `pending`, the call whose bytes are awaited, has ended.
+ */
+async function metricReaches(httpUrl: string, series: string, value: number, pending?: Call): Promise<void> {
   for (let last = await metric(httpUrl, series); last !== value; last = await metric(httpUrl, series)) {
+    if (pending?.ended !== undefined)
+      assert.fail(`${series} is ${last}, not ${value}, and the call ended with grpc-status ${pending.ended}`);
     await new Promise((r) => setImmediate(r));
   }
 }
 
-function call(session: ClientHttp2Session): { stream: ClientHttp2Stream; status: Promise<number> } {
+interface Call {
+  stream: ClientHttp2Stream;
+  status: Promise<number>;
+  /** The call's grpc-status (-1 for none) once it has closed. */
+  ended?: number;
+}
+
+function call(session: ClientHttp2Session): Call {
   const stream = session.request(
     { ":method": "POST", ":path": `/${FixtureService.typeName}/Echo`, "content-type": "application/grpc", te: "trailers" },
     { endStream: false },
   );
   stream.on("error", () => {});
   stream.resume();
-  const status = new Promise<number>((resolve) => {
+  const result: Call = { stream, status: Promise.resolve(-1) };
+  result.status = new Promise<number>((resolve) => {
     let code: number | undefined;
     const note = (headers: IncomingHttpHeaders) => {
       if (headers["grpc-status"] !== undefined) code = Number(headers["grpc-status"]);
     };
     stream.on("response", note);
     stream.on("trailers", note);
-    stream.on("close", () => resolve(code ?? -1));
+    stream.on("close", () => resolve((result.ended = code ?? -1)));
   });
-  return { stream, status };
+  return result;
 }
 
 test(
@@ -83,8 +96,11 @@ test(
     const service = startServiceProcess(FIXTURE_MAIN, {
       NODE_OPTIONS: deploymentNodeOptions(),
       MAX_PARTIAL_MESSAGE_BYTES: String(BUDGET),
-      // Only the byte budget acts here.
+      // Only the byte budget acts here (a loaded CI machine once had a call refused by something else, and the test
+      // waited for its bytes until it timed out).
       GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS: "0",
+      OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0",
+      OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: "0",
     });
     const { grpcPort, httpPort } = (await service.waitForLog("ready", (l) => l.msg === "ready")) as { grpcPort: number; httpPort: number };
     const httpUrl = `http://127.0.0.1:${httpPort}`;
@@ -102,7 +118,7 @@ test(
     for (let i = 0; i < 3; i++) {
       const c = call(sessions[i % 2]!);
       c.stream.write(frame.subarray(0, SENT));
-      await metricReaches(httpUrl, held, (i + 1) * SENT);
+      await metricReaches(httpUrl, held, (i + 1) * SENT, c);
       stalled.push(c);
     }
     // The fourth would pass the budget: refused, and what it sent is not held.
@@ -126,7 +142,7 @@ test(
     // A call ended by its client mid-message gives its bytes back too.
     const left = call(sessions[0]!);
     left.stream.write(frame.subarray(0, SENT));
-    await metricReaches(httpUrl, held, SENT);
+    await metricReaches(httpUrl, held, SENT, left);
     left.stream.close();
     await once(left.stream, "close");
     await metricReaches(httpUrl, held, 0);
