@@ -13,7 +13,8 @@
 // both builds' environment.
 // For grpc, two settings of ab.ts itself (its own environment): REF=loader takes the grpc-js + proto-loader
 // server (bench/servers/grpc-js-proto-loader.ts, the reference make bench holds the line against) as the
-// reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8.
+// reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8;
+// FRESH=1 starts the two builds anew each round (see restartBuilds).
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
@@ -53,11 +54,31 @@ const rounds = Number(roundsArg ?? 5);
 const seconds = Number(secondsArg ?? 5);
 const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
 const loaderRef = process.env.REF === "loader";
+const fresh = process.env.FRESH === "1";
 if (process.env.REF !== undefined && !loaderRef) throw new Error(`REF=${process.env.REF}: only REF=loader is known`);
 const shape: H2Shape | undefined = process.env.SHAPE
   ? H2_SHAPES.find((s) => `${s.clients}x${s.streams}` === process.env.SHAPE)
   : H2_SHAPES[0];
 if (!shape) throw new Error(`SHAPE=${process.env.SHAPE}: one of ${H2_SHAPES.map((s) => `${s.clients}x${s.streams}`).join(", ")}`);
+
+/**
+ * FRESH=1: the two builds' servers are new processes each round (warmed up again). One process's speed can sit
+ * ~10 % apart from the next one's of the same build for its whole life (a CPU profile then shows process.nextTick
+ * ten times as costly, in either build), which a comparison of one process each takes for the builds' difference.
+ */
+async function restartBuilds(
+  servers: Server[],
+  start: (dist: string) => Promise<Server>,
+  check: (s: Server) => Promise<void>,
+  load: (s: Server, seconds: number) => Promise<Run>,
+): Promise<void> {
+  for (const i of [1, 2]) {
+    await stop(servers[i]!.child);
+    servers[i] = await start(i === 1 ? distA : distB);
+    await check(servers[i]!);
+  }
+  for (const i of [1, 2]) await load(servers[i]!, WARMUP);
+}
 
 /** One start of a build: wall ms to ready, CPU ms used by then, RSS in MB 2 s later. */
 async function startOnce(dist: string): Promise<[number, number, number]> {
@@ -117,30 +138,40 @@ try {
   };
   const servers: Server[] = [ref, await start(distA), await start(distB)];
   const load = (s: Server, t: number): Promise<Run> => (stream ? stream(s, t) : grpc ? h2load(s, t, shape) : wrk(s, "/api/v1/echo", t));
-  for (const s of servers) await (grpc ? checkGrpc(s) : checkHttp(s, "/api/v1/echo"));
+  const check = (s: Server): Promise<void> => (grpc ? checkGrpc(s) : checkHttp(s, "/api/v1/echo"));
+  for (const s of servers) await check(s);
   for (const s of servers) await load(s, WARMUP);
-  const runs = new Map<Server, Run[]>(servers.map((s) => [s, []]));
+  // Keyed by position: with FRESH each round's servers are new processes.
+  const runs: Run[][] = servers.map(() => []);
   for (let r = 0; r < rounds; r++) {
+    if (fresh && r > 0) await restartBuilds(servers, start, check, load);
     const line: string[] = [];
-    for (const s of servers) {
+    for (const [i, s] of servers.entries()) {
       const run = await load(s, seconds);
-      runs.get(s)!.push(run);
-      line.push(`${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs`);
+      runs[i]!.push(run);
+      line.push(`${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs${run.errors ? ` ${run.errors} errors` : ""}`);
     }
     process.stderr.write(`  round ${r + 1}: ${line.join(" | ")} (${loadavg()})\n`);
   }
-  const refRps = median(runs.get(ref)!.map((r) => r.rps));
-  const refCpu = median(runs.get(ref)!.map((r) => r.cpuUs));
+  const refRps = median(runs[0]!.map((r) => r.rps));
+  const refCpu = median(runs[0]!.map((r) => r.cpuUs));
+  const refLeast = Math.min(...runs[0]!.map((r) => r.cpuUs));
   const shapeNote = target === "grpc" ? ` (h2load -c${shape.clients} -m${shape.streams})` : "";
   process.stdout.write(`\n${target}${shapeNote}, median of ${rounds} interleaved rounds of ${seconds} s; ${loadavg()} at the end\n`);
-  for (const s of servers) {
-    const rs = runs.get(s)!;
+  for (const [i, s] of servers.entries()) {
+    const rs = runs[i]!;
     const rps = median(rs.map((r) => r.rps));
     const cpu = median(rs.map((r) => r.cpuUs));
     const errors = rs.reduce((a, r) => a + r.errors, 0);
-    const ratios = s === ref ? "" : `  ${(rps / refRps).toFixed(2)}× req/s  ${(refCpu / cpu).toFixed(2)}× by CPU`;
+    // The least CPU a round took too: other load on the machine only ever adds to it, so on a noisy machine the
+    // minimum moves less than the median.
+    const least = Math.min(...rs.map((r) => r.cpuUs));
+    const ratios =
+      s === ref
+        ? ""
+        : `  ${(rps / refRps).toFixed(2)}× req/s  ${(refCpu / cpu).toFixed(2)}× by CPU  ${(refLeast / least).toFixed(2)}× by least CPU`;
     process.stdout.write(
-      `  ${s.name.padEnd(14)} ${String(Math.round(rps)).padStart(7)} req/s ${cpu.toFixed(1).padStart(7)} µs CPU/req  ${errors} errors${ratios}\n`,
+      `  ${s.name.padEnd(14)} ${String(Math.round(rps)).padStart(7)} req/s ${cpu.toFixed(1).padStart(7)} µs CPU/req (least ${least.toFixed(1)})  ${errors} errors${ratios}\n`,
     );
   }
 } finally {
