@@ -50,7 +50,7 @@ export const settings = {
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: setting(
     p.number(0),
     20,
-    "Overload protection: the process is overloaded when three busy turns of the event loop in a row, each at least half this many ms long and 1.5 times the last, end with one this long (an overload growing), or when, for most of the last 0.3 s (100 ms samples), the mean delay of the loop's timers was above this many ms while its utilisation was above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION; new calls (not streams) that reach it once the loop's current turn has run half this long are then refused (UNAVAILABLE, HTTP 503) (0 = this check off)",
+    "Overload protection: the process is overloaded when three busy turns of the event loop in a row, each at least half this many ms long, 1.5 times the last and reading 1.25 times its calls, end with one this long (an overload growing), or when, for most of the last 0.3 s (100 ms samples), the mean delay of the loop's timers was above this many ms while its utilisation was above OVERLOAD_MAX_EVENT_LOOP_UTILIZATION; new calls (not streams) that reach it once the loop's current turn has run half this long are then refused (UNAVAILABLE, HTTP 503) (0 = this check off)",
   ),
   OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: setting(
     p.number(0, 1),

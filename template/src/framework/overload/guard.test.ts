@@ -142,7 +142,7 @@ test("a surge is counted in time: calls beyond those held at the sample that tak
   assert.equal(guard.limit, 256);
 });
 
-test("turns are watched only from a sample that saw them long (half the bar, a busy loop) until 40 short ones in a row", () => {
+test("turns are watched only from a sample that saw them long (half the bar, a busy loop) until 40 short ones in a row or a sample under half the bar", () => {
   const clock = new Clock();
   const guard = defaults([], clock);
   for (let i = 0; i < 20; i++) sample(guard, 8, 1); // a closed loop at capacity, short turns: no timer every 5 ms
@@ -154,11 +154,25 @@ test("turns are watched only from a sample that saw them long (half the bar, a b
   assert.equal(guard.watchingTurns, true);
   turn(guard, clock, 6);
   assert.equal(guard.watchingTurns, false);
+
+  // A closed loop at capacity whose turns now and then run long: watched for a sample at a time, not for good.
+  sample(guard, 12, 0.95);
+  for (let i = 0; i < 30; i++) turn(guard, clock, i % 10 === 0 ? 18 : 6);
+  assert.equal(guard.watchingTurns, true);
+  sample(guard, 8, 1);
+  assert.equal(guard.watchingTurns, false);
 });
 
-/** The loop reaches the watching timer after a turn of `turnMs`, busy `utilization` of it. */
-function turn(guard: OverloadGuard, clock: Clock, turnMs: number, utilization = 1): void {
+/**
+ * The loop reaches the watching timer after a turn of `turnMs`, busy `utilization` of it, having read `calls`
+ * (by default as many as a process doing 10 calls a ms gets in that time: what came during a turn as long).
+ */
+function turn(guard: OverloadGuard, clock: Clock, turnMs: number, utilization = 1, calls = turnMs * 10): void {
   clock.t += turnMs;
+  for (let i = 0; i < calls; i++) {
+    guard.inFlight++;
+    guard.release();
+  }
   guard.watch(utilization);
 }
 
@@ -176,7 +190,7 @@ test("turns growing as under an overload (each reading what came during the last
   assert.equal(faster.saturated, "event_loop_delay");
 });
 
-test("a pause, turns shrinking after it, turns that stay long (a closed loop), on an idle loop (a starved CPU) or too short do not govern at once", () => {
+test("a pause, turns shrinking after it, turns that stay long or grow without reading more calls (a closed loop), on an idle loop (a starved CPU) or too short do not govern at once", () => {
   const clock = new Clock();
   const guard = defaults([], clock);
   // A 200 ms pause at a third of capacity: the turns after it read what came meanwhile, a third as long each time.
@@ -187,6 +201,9 @@ test("a pause, turns shrinking after it, turns that stay long (a closed loop), o
   for (const ms of [35, 50, 65, 80]) turn(guard, clock, ms, 0.3);
   // A closed loop at capacity: long turns that neither grow nor shrink (the samples judge a standing queue).
   for (let i = 0; i < 20; i++) turn(guard, clock, 35 + (i % 2));
+  // Its turns lengthened by collections or a stolen CPU: longer each time, but reading no more calls than its
+  // clients have outstanding.
+  for (const ms of [6, 13, 21, 37, 69]) turn(guard, clock, ms, 1, 128);
   // Turns of 12-14 ms (late by 7-9): under half the delay bar.
   for (let i = 0; i < 50; i++) turn(guard, clock, 12 + (i % 3));
   assert.equal(guard.saturated, undefined);

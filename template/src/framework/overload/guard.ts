@@ -77,8 +77,9 @@ const TICK_MS = 2;
  * While not overloaded (and the delay check is on), how often (ms) the loop's turns are watched once a sample
  * saw them long: how late this timer runs is how long the turn before it lasted. Only then: a timer this
  * frequent, even an empty one, costs a busy loop ~10 % per stream message (fewer events per turn of the loop),
- * so it runs from a sample whose mean delay reaches LONG_TURN_SHARE of the bar until DISARM_WATCHES short
- * turns in a row.
+ * so it runs from a sample whose mean delay reaches LONG_TURN_SHARE of the bar until the next sample under it or
+ * DISARM_WATCHES short turns in a row. (Until the short turns alone, a closed loop at capacity whose turns now
+ * and then run long kept it for good once start-up had armed it: 8-12 % more CPU a unary call at h2load -c4 -m32.)
  */
 const WATCH_MS = 5;
 const DISARM_WATCHES = 40;
@@ -86,16 +87,22 @@ const DISARM_WATCHES = 40;
 const LONG_TURN_SHARE = 0.5;
 /**
  * An overload beginning, told apart from a pause: this many long turns in a row, each at least GROWTH times as
- * late as the one before, the loop busy in each, the last late by the whole bar. Offered more than it serves,
+ * late as the one before and reading at least CALL_GROWTH times as many calls, the loop busy in each, the last
+ * late by the whole bar. Offered more than it serves,
  * each turn of the loop reads what came during the last one and lasts longer (twice as long at 2× capacity:
  * 16, 32, 64 ms); after a pause (a collection, a burst) the turns shrink as fast as the load is below capacity
  * (to a third at a third of it); a closed loop at capacity keeps them as they are; and a starved CPU makes
- * timers late while the loop sits idle. Acted on within ~0.1 s where the samples' share takes 0.3 s, and
- * every 100 ms of an overload left alone is 100 ms more that the calls admitted next wait out. An overload
- * that grows more slowly than GROWTH is left to the samples.
+ * timers late while the loop sits idle. The calls each turn reads grow with them (what came during the turn
+ * before), where a closed loop's turns, lengthened by a collection or a stolen CPU, read no more than its clients
+ * have outstanding (without this, such turns governed a closed loop at capacity now and then, refusing 2-5 % of
+ * its calls). Acted on within ~0.1 s where the samples' share takes 0.3 s, and every 100 ms of an overload
+ * left alone is 100 ms more that the calls admitted next wait out. An overload that grows more slowly than
+ * GROWTH is left to the samples.
  */
 const GROWING_TURNS = 3;
 const GROWTH = 1.5;
+/** Below GROWTH: the calls a turn reads follow the turn before's length, and arrive unevenly. */
+const CALL_GROWTH = 1.25;
 /**
  * While overloaded, a call is refused when the current turn of the loop has run this long (ms) since its timers
  * last ran (plus up to TICK_MS), less how late they ran: half of OVERLOAD_MAX_EVENT_LOOP_DELAY_MS, or this when
@@ -128,7 +135,8 @@ const RELEASE_SHARE = 0.02;
  * answered as fast as they come) has no queue. A climbing delay is the sign of one: calls arrive faster than
  * they are served and wait in the socket buffers in front of the loop, where no count of calls in flight sees
  * them, and each turn of the loop reads more of them than the last. So, sooner, three busy turns in a row that
- * each grow (GROWING_TURNS, watched by a 5 ms timer between samples) are an overload too.
+ * each grow, in length and in calls read (GROWING_TURNS, watched by a 5 ms timer between samples), are an
+ * overload too.
  *
  * Then a call is refused when it reaches the process late: once the loop's current turn has run half of
  * OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (less however late the loop got round to its timers before it: what it reads
@@ -201,24 +209,33 @@ export class OverloadGuard {
     const late = now - this.#tick - WATCH_MS;
     this.#tick = now;
     const busy = utilization ?? this.#watchedUtilization();
+    const arrived = this.inFlight + this.#completed + this.#shedTotal;
+    const calls = arrived - this.#arrivedAtWatch;
+    this.#arrivedAtWatch = arrived;
     const { maxEventLoopDelayMs: bar, maxEventLoopUtilization: maxBusy } = this.#settings;
     if (late < bar * LONG_TURN_SHARE || (maxBusy > 0 && busy <= maxBusy)) {
       this.#growing = 0;
       if (++this.#shortTurns >= DISARM_WATCHES) this.#disarm();
     } else {
       this.#shortTurns = 0;
-      this.#growing = late >= GROWTH * this.#lastLate ? this.#growing + 1 : 1;
+      this.#growing = late >= GROWTH * this.#lastLate && calls >= CALL_GROWTH * this.#lastCalls ? this.#growing + 1 : 1;
       if (this.#growing >= GROWING_TURNS && late >= bar) this.#govern("event_loop_delay");
     }
     this.#lastLate = late;
+    this.#lastCalls = calls;
   };
   readonly #now: () => number;
   /** Whether the loop's turns are watched between samples (the delay check is on). */
   readonly #watching: boolean;
   /** How long (ms) a turn runs on before a surge of calls in it governs: SURGE_BARS delay bars. */
   readonly #surgeMs: number;
-  /** Watched turns: how late the watching timer last ran (ms), long turns in a row growing, the loop's busy time at the last watch. */
+  /**
+   * Watched turns: how late the watching timer last ran (ms) and the calls that came in the turn before it, the
+   * calls come (admitted or refused) by that watch, long turns in a row growing, the loop's busy time at the last watch.
+   */
   #lastLate = 0;
+  #lastCalls = 0;
+  #arrivedAtWatch = 0;
   #growing = 0;
   #shortTurns = 0;
   /** Whether the loop's turns are being watched (from a sample that saw them long). */
@@ -237,6 +254,8 @@ export class OverloadGuard {
   /** While overloaded: calls in flight beyond which this turn refuses. */
   #turnLimit = 0;
   #shedSinceLog = 0;
+  /** Calls refused, ever: with those in flight and completed, every call that came. */
+  #shedTotal = 0;
   #lastLog = Number.NEGATIVE_INFINITY;
 
   /** `now`: the clock (ms), performance.now but in tests. */
@@ -314,7 +333,11 @@ export class OverloadGuard {
     this.#sampledAt = this.#now();
     if (this.saturated === undefined) {
       const { maxEventLoopDelayMs: bar, maxEventLoopUtilization: maxBusy } = this.#settings;
-      if (this.#watching && !this.#armed && m.delayMs >= bar * LONG_TURN_SHARE && (maxBusy <= 0 || m.utilization > maxBusy)) this.#arm();
+      const longTurns = m.delayMs >= bar * LONG_TURN_SHARE && (maxBusy <= 0 || m.utilization > maxBusy);
+      if (this.#watching && longTurns !== this.#armed) {
+        if (longTurns) this.#arm();
+        else this.#disarm();
+      }
       if (over === undefined || this.#overShare < ENGAGE_SHARE) {
         // Ungoverned: a surge of calls in flight beyond those held now (streams, calls awaiting I/O) makes the
         // calls over it ask refuse(), which looks at the clock: a turn that reads thousands of calls is a flood.
@@ -364,6 +387,8 @@ export class OverloadGuard {
     this.#armed = true;
     this.#growing = 0;
     this.#shortTurns = 0;
+    this.#lastCalls = 0;
+    this.#arrivedAtWatch = this.inFlight + this.#completed + this.#shedTotal;
     this.#tick = this.#now();
     if (this.#timer === undefined) return;
     this.#watchedElu = performance.eventLoopUtilization();
@@ -436,6 +461,7 @@ export class OverloadGuard {
 
   #shed(reason: ShedReason): true {
     this.inFlight--;
+    this.#shedTotal++;
     this.#onShed(reason);
     this.#shedSinceLog++;
     const now = performance.now();
