@@ -2,11 +2,13 @@
  * Request messages begun and not finished are bounded in bytes across the process (MAX_PARTIAL_MESSAGE_BYTES), not
  * only in time (GRPC_FIRST_MESSAGE_TIMEOUT_SECONDS): before, a client announcing large messages and stalling
  * part-way held GRPC_MAX_CONCURRENT_STREAMS × GRPC_MAX_RECV_MSG_SIZE (~400 MB) a connection until the time limit.
- * Raw node:http2 clients against the fixture service as a process under the deployment's heap cap.
+ * Raw node:http2 clients against the fixture service as a process under the deployment's heap cap, and against
+ * the HTTP port (Connect streams, request bodies) in this process.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, type IncomingHttpHeaders } from "node:http2";
+import { connect as netConnect } from "node:net";
 import { afterEach, test } from "node:test";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
@@ -26,18 +28,18 @@ const SENT = 768 * KIB;
 /** Room for three stalled calls and one of them finishing, not for a fourth stalled call. */
 const BUDGET = 3 * SENT + (PADDING - SENT) + 1000;
 
-/** A gRPC frame of EchoRequest { message: "hi" } with PADDING bytes in unknown field 100. */
-function paddedEcho(): Buffer {
+/** A gRPC frame of EchoRequest { message: "hi" } with `padding` bytes in unknown field 100 (14 bytes more in all, for 16 KiB to 2 MiB). */
+function paddedEcho(padding = PADDING): Buffer {
   const tag = Buffer.from([0xa2, 0x06]); // field 100, length-delimited
   const length: number[] = [];
-  for (let n = PADDING; ; n >>>= 7) {
+  for (let n = padding; ; n >>>= 7) {
     if (n < 0x80) {
       length.push(n);
       break;
     }
     length.push((n & 0x7f) | 0x80);
   }
-  const message = Buffer.concat([Buffer.from([0x0a, 0x02, 0x68, 0x69]), tag, Buffer.from(length), Buffer.alloc(PADDING, 0x61)]);
+  const message = Buffer.concat([Buffer.from([0x0a, 0x02, 0x68, 0x69]), tag, Buffer.from(length), Buffer.alloc(padding, 0x61)]);
   const prefix = Buffer.alloc(5);
   prefix.writeUInt32BE(message.length, 1);
   return Buffer.concat([prefix, message]);
@@ -182,6 +184,99 @@ test(
     assert.equal((JSON.parse(body.subarray(5).toString()) as { error: { code: string } }).error.code, "resource_exhausted");
     assert.equal(budget.held, 700 * KIB + 5, "the refused call's bytes given back");
     first.stream.close();
+    await waitFor(() => (budget.held === 0 ? true : undefined));
+  },
+);
+
+/** A unary request over the HTTP port whose body is `size` bytes, and how its answer reads. */
+interface BodyShape {
+  name: string;
+  headers: Record<string, string>;
+  body: (size: number) => Buffer;
+  code: (answer: { status: number; headers: IncomingHttpHeaders; body: Buffer }) => string;
+}
+
+/** Valid JSON of exactly `size` bytes: the padding is whitespace. */
+function paddedJson(size: number): Buffer {
+  const head = '{"message":"hi"';
+  return Buffer.from(head + " ".repeat(size - head.length - 1) + "}");
+}
+
+const BODY_SHAPES: BodyShape[] = [
+  {
+    name: "REST",
+    headers: { ":path": "/api/v1/echo", "content-type": "application/json" },
+    body: paddedJson,
+    code: (a) => `${a.status} ${(JSON.parse(a.body.toString()) as { code: number }).code}`,
+  },
+  {
+    name: "Connect unary",
+    headers: { ":path": `/${FixtureService.typeName}/Echo`, "content-type": "application/json" },
+    body: paddedJson,
+    code: (a) => `${a.status} ${(JSON.parse(a.body.toString()) as { code?: string }).code ?? "ok"}`,
+  },
+  {
+    name: "gRPC-Web",
+    headers: { ":path": `/${FixtureService.typeName}/Echo`, "content-type": "application/grpc-web+proto" },
+    body: (size) => paddedEcho(size - 14),
+    code: (a) => `${a.status} ${/grpc-status:\s*(\d+)/.exec(a.body.toString("latin1"))?.[1] ?? a.headers["grpc-status"]}`,
+  },
+];
+
+test(
+  "HTTP request bodies not yet whole count against MAX_PARTIAL_MESSAGE_BYTES: past it resource_exhausted; given back when whole, refused or reset",
+  { timeout: 30_000 },
+  async (t) => {
+    const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(1024 * KIB) });
+    const budget = server.app.partialMessages;
+    const session = http2Connect(server.httpUrl);
+    t.after(async () => {
+      session.destroy();
+      await server.close();
+    });
+    const post = (shape: BodyShape, body: Buffer, sent: number) => {
+      const stream = session.request(
+        { ":method": "POST", ...shape.headers, ...(shape.name === "gRPC-Web" ? {} : { "content-length": String(body.length) }) },
+        { endStream: false },
+      );
+      stream.on("error", () => {});
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      const answer = Promise.all([once(stream, "response"), once(stream, "end")]).then(([[headers]]) => ({
+        status: Number((headers as IncomingHttpHeaders)[":status"]),
+        headers: headers as IncomingHttpHeaders,
+        body: Buffer.concat(chunks),
+      }));
+      stream.write(body.subarray(0, sent));
+      return { stream, body, answer };
+    };
+
+    const refusedAs = { REST: "429 8", "Connect unary": "429 resource_exhausted", "gRPC-Web": "200 8" };
+    const servedAs = { REST: "200 undefined", "Connect unary": "200 ok", "gRPC-Web": "200 0" };
+    for (const shape of BODY_SHAPES) {
+      const first = post(shape, shape.body(900 * KIB), 700 * KIB);
+      await waitFor(() => (budget.held === 700 * KIB ? true : undefined));
+      const second = post(shape, shape.body(900 * KIB), 700 * KIB);
+      assert.equal(shape.code(await second.answer), refusedAs[shape.name as keyof typeof refusedAs], shape.name);
+      second.stream.close(); // as a client does once answered: what it had sent on no longer holds the connection's window
+      assert.equal(budget.held, 700 * KIB, `${shape.name}: the refused request's bytes given back`);
+
+      first.stream.end(first.body.subarray(700 * KIB));
+      assert.equal(shape.code(await first.answer), servedAs[shape.name as keyof typeof servedAs], shape.name);
+      assert.equal(budget.held, 0, `${shape.name}: a whole body's bytes given back`);
+    }
+
+    // A request reset mid-body (HTTP/2), and a connection closed mid-body (HTTP/1.1), give theirs back too.
+    const reset = post(BODY_SHAPES[0]!, paddedJson(900 * KIB), 500 * KIB);
+    await waitFor(() => (budget.held === 500 * KIB ? true : undefined));
+    reset.stream.close();
+    await waitFor(() => (budget.held === 0 ? true : undefined));
+    const socket = netConnect(Number(new URL(server.httpUrl).port), "127.0.0.1");
+    socket.on("error", () => {});
+    socket.write(`POST /api/v1/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${900 * KIB}\r\n\r\n`);
+    socket.write(paddedJson(900 * KIB).subarray(0, 300 * KIB));
+    await waitFor(() => (budget.held === 300 * KIB ? true : undefined));
+    socket.destroy();
     await waitFor(() => (budget.held === 0 ? true : undefined));
   },
 );

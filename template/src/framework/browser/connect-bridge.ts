@@ -10,6 +10,7 @@ import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import type { MethodInfo } from "../call/types.js";
 import { detailsFromMetadata, detailTypes } from "../errors/wire.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
 
@@ -76,7 +77,9 @@ export type UnaryFastPath = (
   res: ServerResponse,
   maxBytes: number,
   log: Logger,
-  onRejected?: OnRejectedBeforeHandler,
+  onRejected: OnRejectedBeforeHandler | undefined,
+  /** MAX_PARTIAL_MESSAGE_BYTES, which the body counts against while not yet whole. */
+  partialMessages: PartialMessageBudget | undefined,
 ) => boolean;
 
 /**

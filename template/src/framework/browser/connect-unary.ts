@@ -9,6 +9,7 @@ import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
+import { BODIES_HELD, HeldBody, type PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
 import { connectError, fastPathContext, type UnaryFastPath } from "./connect-bridge.js";
@@ -22,7 +23,7 @@ import { connectError, fastPathContext, type UnaryFastPath } from "./connect-bri
  * (errorToJsonBytes, codeToHttpStatus). Every other request (GET, compression, streams, gRPC-Web, a
  * protocol version other than 1) returns false and goes to the Connect project's handler.
  */
-export const serveConnectUnary: UnaryFastPath = (method, req, res, maxBytes, log, onRejected) => {
+export const serveConnectUnary: UnaryFastPath = (method, req, res, maxBytes, log, onRejected, partialMessages) => {
   if (req.method !== "POST") return false;
   const headers = req.headers;
   const type = headers["content-type"];
@@ -37,7 +38,7 @@ export const serveConnectUnary: UnaryFastPath = (method, req, res, maxBytes, log
 
   const info = method.info;
   const ctx = fastPathContext(info, headers, res, deadlineIn(timeout === undefined ? undefined : Number(timeout)), "connect");
-  readBody(req, res, maxBytes)
+  readBody(req, res, maxBytes, partialMessages)
     .then(
       (body) => {
         let request: Message;
@@ -131,22 +132,36 @@ function sendError(res: ServerResponse, err: ConnectError): void {
   res.writeHead(codeToHttpStatus(err.code), head).end(body);
 }
 
-/** The whole body, refused past `maxBytes` (RESOURCE_EXHAUSTED, as Connect's readMaxBytes). */
-function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+/**
+ * The whole body, refused past `maxBytes` (RESOURCE_EXHAUSTED, as Connect's readMaxBytes) or, while not yet
+ * whole, past MAX_PARTIAL_MESSAGE_BYTES.
+ */
+function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, budget: PartialMessageBudget | undefined): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
   if (declared > maxBytes) return Promise.reject(tooLarge(declared, maxBytes));
+  const counting = budget?.enabled === true ? budget : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let held: HeldBody | undefined;
+    const refuse = (err: ConnectError) => {
+      req.removeAllListeners("data");
+      held?.release();
+      discardRest(req, res); // the rest is read within bounds, then the connection closes
+      reject(err);
+    };
     req.on("data", (chunk: Buffer) => {
       size += chunk.length;
-      if (size > maxBytes) {
-        req.removeAllListeners("data");
-        discardRest(req, res); // the rest is read within bounds, then the connection closes
-        reject(tooLarge(size, maxBytes));
-      } else chunks.push(chunk);
+      if (size > maxBytes) return refuse(tooLarge(size, maxBytes));
+      chunks.push(chunk);
+      if (counting === undefined || size === declared) return;
+      held ??= new HeldBody(counting, req);
+      if (!held.add(chunk.length)) refuse(new ConnectError(BODIES_HELD, ConnectCode.ResourceExhausted));
     });
-    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("end", () => {
+      held?.release();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
     req.once("error", () => reject(new ConnectError("request body broken", ConnectCode.Canceled)));
   });
 }

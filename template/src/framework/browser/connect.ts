@@ -355,8 +355,8 @@ function serve(
     for (const name in set) res.setHeader(name, set[name]!);
     if (
       unary &&
-      (serveConnectUnary(unary, req.raw, res, readMaxBytes, log, onRejected) ||
-        serveGrpcWebUnary(unary, req.raw, res, readMaxBytes, log, onRejected) ||
+      (serveConnectUnary(unary, req.raw, res, readMaxBytes, log, onRejected, partialMessages) ||
+        serveGrpcWebUnary(unary, req.raw, res, readMaxBytes, log, onRejected, partialMessages) ||
         refuseUndecodableGet(unary, req.raw, res, onRejected))
     )
       return;

@@ -9,6 +9,7 @@ import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
 import { discardRest } from "../gateway/gateway.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
+import { BODIES_HELD, HeldBody, type PartialMessageBudget } from "../overload/partial-messages.js";
 import { fastPathContext, type UnaryFastPath } from "./connect-bridge.js";
 
 const TRAILER_FLAG = 0x80;
@@ -22,7 +23,7 @@ const CONTENT_TYPE = "application/grpc-web+proto";
  * everything else (text and JSON forms, compression, streams) returns false and goes to the Connect
  * project's handler.
  */
-export const serveGrpcWebUnary: UnaryFastPath = (method, req, res, maxBytes, log, onRejected) => {
+export const serveGrpcWebUnary: UnaryFastPath = (method, req, res, maxBytes, log, onRejected, partialMessages) => {
   if (req.method !== "POST") return false;
   const headers = req.headers;
   const type = headers["content-type"];
@@ -43,7 +44,7 @@ export const serveGrpcWebUnary: UnaryFastPath = (method, req, res, maxBytes, log
     onRejected?.(info.path, asGrpcError(err)?.code ?? Code.INTERNAL);
     throw err;
   };
-  readFrame(req, res, maxBytes)
+  readFrame(req, res, maxBytes, partialMessages)
     .then((bytes) => {
       let request: Message;
       try {
@@ -93,16 +94,24 @@ const ONE_FRAME = "the body must be exactly one gRPC-Web message frame";
  * Reads the body: exactly one uncompressed data frame within `maxBytes`, its message bytes returned. The
  * request is ours before fastify's body limit applies, so the bound is kept here: refused as soon as the
  * declared length is over the limit or more bytes arrive than the frame declared, the rest discarded within
- * bounds (discardRest).
+ * bounds (discardRest); while not yet whole it counts against MAX_PARTIAL_MESSAGE_BYTES.
  */
-function readFrame(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Uint8Array> {
+function readFrame(
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+  budget: PartialMessageBudget | undefined,
+): Promise<Uint8Array> {
+  const counting = budget?.enabled === true ? budget : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let frameSize = -1; // 5 + the declared message length, once the frame header is in
+    let held: HeldBody | undefined;
     const fail = (err: GrpcError) => {
       req.off("data", onData);
       req.off("end", onEnd);
+      held?.release();
       discardRest(req, res);
       reject(err);
     };
@@ -119,9 +128,13 @@ function readFrame(req: IncomingMessage, res: ServerResponse, maxBytes: number):
         if (head[0] !== 0) return fail(new GrpcError(Code.INVALID_ARGUMENT, "compressed message without grpc-encoding"));
         frameSize = 5 + length;
       }
-      if (frameSize >= 0 && size > frameSize) fail(new GrpcError(Code.INVALID_ARGUMENT, ONE_FRAME));
+      if (frameSize >= 0 && size > frameSize) return fail(new GrpcError(Code.INVALID_ARGUMENT, ONE_FRAME));
+      if (counting === undefined || size === frameSize) return;
+      held ??= new HeldBody(counting, req);
+      if (!held.add(chunk.length)) fail(new GrpcError(Code.RESOURCE_EXHAUSTED, BODIES_HELD));
     };
     const onEnd = () => {
+      held?.release();
       if (size !== frameSize) return reject(new GrpcError(Code.INVALID_ARGUMENT, ONE_FRAME));
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       resolve(body.subarray(5));

@@ -70,7 +70,7 @@ export const settings = {
   MAX_PARTIAL_MESSAGE_BYTES: setting(
     p.integer(0, 2 ** 53 - 1),
     64 * 1024 * 1024,
-    "Bytes all calls together may hold in request messages begun and not yet whole; a call that would pass it ends with RESOURCE_EXHAUSTED (0 = no limit)",
+    "Bytes all calls together may hold in request messages and HTTP request bodies begun and not yet whole; a call that would pass it ends with RESOURCE_EXHAUSTED (HTTP 429) (0 = no limit)",
   ),
   GRPC_MAX_CONCURRENT_STREAMS: setting(
     p.integer(1, 2 ** 31 - 1),

@@ -2,8 +2,7 @@ import type { ServerResponse } from "node:http";
 import { create, type DescField, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { type HttpBody, HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
-import { GrpcError } from "../call/status.js";
-import { JSON_BODY_TYPES, utf8Text } from "../server/http-server.js";
+import { bodyParserFor, JSON_BODY_TYPES, utf8Text } from "../server/http-server.js";
 import type { GatewayRoute } from "./routes.js";
 
 /**
@@ -34,23 +33,24 @@ export class RawBody {
 
 /**
  * Lets requests to HttpBody routes carry any content type (any other route keeps the 415): JSON stays
- * a UTF-8 string elsewhere, but reaches an HttpBody route as its bytes, invalid UTF-8 and all. Bodies stay within fastify's body limit. Parsers are per fastify instance, so this is only
+ * a UTF-8 string elsewhere, but reaches an HttpBody route as its bytes, invalid UTF-8 and all. Bodies are read as
+ * every other (server/request-body.ts: within GRPC_MAX_RECV_MSG_SIZE and MAX_PARTIAL_MESSAGE_BYTES). Parsers are per fastify instance, so this is only
  * registered when some route takes an HttpBody.
  */
 export function acceptRawBodies(app: FastifyInstance, isRawRoute: (req: FastifyRequest) => boolean): void {
   const raw = (req: FastifyRequest, body: Buffer) => new RawBody(body, req.headers["content-type"] ?? "");
   // Replaces http-server.ts's JSON parser with the same one for every other route.
   app.removeContentTypeParser(JSON_BODY_TYPES);
-  app.addContentTypeParser(JSON_BODY_TYPES, { parseAs: "buffer" }, (req, body: Buffer, done) => {
-    if (isRawRoute(req)) return done(null, raw(req, body));
-    const text = utf8Text(body);
-    if (text instanceof GrpcError) done(text);
-    else done(null, text);
-  });
-  app.addContentTypeParser("*", { parseAs: "buffer" }, (req, body: Buffer, done) => {
-    if (isRawRoute(req)) done(null, raw(req, body));
-    else done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(req.headers["content-type"]));
-  });
+  app.addContentTypeParser(
+    JSON_BODY_TYPES,
+    bodyParserFor(app, (req, body) => (isRawRoute(req) ? raw(req, body) : utf8Text(body))),
+  );
+  app.addContentTypeParser(
+    "*",
+    bodyParserFor(app, (req, body) =>
+      isRawRoute(req) ? raw(req, body) : new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(req.headers["content-type"]),
+    ),
+  );
 }
 
 /** The request message of an HttpBody route: the raw body as the HttpBody itself (`body: "*"`) or as the body field. */

@@ -222,6 +222,7 @@ export class App {
       http2: true,
       tls: httpTls,
       onConnectionRefused: this.metrics?.connectionRefused("http"),
+      partialMessages: this.partialMessages,
       overload: overload && {
         guard: overload,
         corsHeaders: (req) => cors.headersFor(req.headers.origin, req.headers.host ?? (req.headers[":authority"] as string | undefined)),

@@ -52,3 +52,38 @@ export class PartialMessageBudget {
     this.held -= bytes;
   }
 }
+
+/** Why a request whose body would pass MAX_PARTIAL_MESSAGE_BYTES is refused. */
+export const BODIES_HELD = "the server holds too many unfinished request bodies: try again later";
+
+/**
+ * The bytes one HTTP request body holds against the budget while not yet whole (the HTTP port's body readers),
+ * given back once it is whole, refused or gone. Made only for a body that did not arrive in one read.
+ */
+export class HeldBody {
+  #held = 0;
+  readonly #budget: PartialMessageBudget;
+  readonly #req: NodeJS.EventEmitter;
+
+  constructor(budget: PartialMessageBudget, req: NodeJS.EventEmitter) {
+    this.#budget = budget;
+    this.#req = req;
+  }
+
+  /** Counts a chunk of the body; false, counting nothing, past the budget (the reader then refuses the request). */
+  add(bytes: number): boolean {
+    if (!this.#budget.take(bytes)) return false;
+    // A client that resets the request mid-body ends it with neither end nor (always) an error.
+    if (this.#held === 0) this.#req.once("close", this.release);
+    this.#held += bytes;
+    return true;
+  }
+
+  /** Gives the bytes back: the body is whole, refused or gone. */
+  readonly release = (): void => {
+    if (this.#held === 0) return;
+    this.#req.removeListener("close", this.release);
+    this.#budget.give(this.#held);
+    this.#held = 0;
+  };
+}

@@ -17,9 +17,11 @@ import type { Config } from "../config/schema.js";
 import { httpError, sendHttpError } from "../errors/http.js";
 import { statusJson } from "../errors/wire.js";
 import { type CallKind, type OverloadGuard, RETRY_AFTER_SECONDS } from "../overload/guard.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } from "./http-versions.js";
 import { liftHttp2RequestTimeout } from "./http2-timeouts.js";
+import { bodyParser, type ParseBody } from "./request-body.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
@@ -105,6 +107,8 @@ export interface HttpVersions {
   port?: "http" | "admin";
   /** Told of each connection refused at HTTP_MAX_CONNECTIONS: the metrics count it. */
   onConnectionRefused?: OnConnectionRefused | undefined;
+  /** MAX_PARTIAL_MESSAGE_BYTES, which request bodies not yet whole count against (the HTTP port's; none on the admin port). */
+  partialMessages?: PartialMessageBudget | undefined;
 }
 
 /** Overload protection of the HTTP port (overload/guard.ts). */
@@ -282,6 +286,16 @@ export function liftRequestTimeout(req: IncomingMessage): void {
 /** The HTTP/2 side of each HTTP port's server (SINGLE_PORT reroutes its connections). */
 const http2Sides = new WeakMap<Server, Http2Side>();
 
+/** Per server, how its content-type parsers read bodies (see bodyParserFor). */
+const bodyReaders = new WeakMap<Server, (parse: ParseBody) => ReturnType<typeof bodyParser>>();
+
+/** A content-type parser for `app` that reads bodies within its limit and byte budget (server/request-body.ts). */
+export function bodyParserFor(app: FastifyInstance, parse: ParseBody): ReturnType<typeof bodyParser> {
+  const reader = bodyReaders.get(app.server);
+  if (reader === undefined) throw new Error("bodyParserFor: not a server made by createHttpServer");
+  return reader(parse);
+}
+
 /** The HTTP/2 side of a server made with `http2: true`. */
 export function http2SideOf(app: FastifyInstance): Http2Side | undefined {
   return http2Sides.get(app.server);
@@ -456,11 +470,11 @@ export async function createHttpServer(config: Config, versions: HttpVersions = 
     app.addHook("onRoute", foldCompressionHooks);
   }
   app.removeContentTypeParser(["application/json", "text/plain"]); // fastify's defaults
-  app.addContentTypeParser(JSON_BODY_TYPES, { parseAs: "buffer" }, (_req, body: Buffer, done) => {
-    const text = utf8Text(body);
-    if (text instanceof GrpcError) done(text);
-    else done(null, text);
-  });
+  bodyReaders.set(app.server, (parse) => bodyParser(config.GRPC_MAX_RECV_MSG_SIZE, versions.partialMessages, parse));
+  app.addContentTypeParser(
+    JSON_BODY_TYPES,
+    bodyParserFor(app, (_req, body) => utf8Text(body)),
+  );
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof GrpcError) return sendHttpError(reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
