@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, type IncomingHttpHeaders } from "node:http2";
 import { connect as netConnect } from "node:net";
-import { afterEach, test } from "node:test";
+import { afterEach, type TestContext, test } from "node:test";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
@@ -152,17 +152,23 @@ test(
   },
 );
 
+/** The fixture service in this process with a byte budget of `bytes`, and an h2c session to its HTTP port. */
+async function httpPortWithBudget(t: TestContext, bytes: number) {
+  const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(bytes) });
+  const session = http2Connect(server.httpUrl);
+  // The session first: closed first, the server left the connection's socket open once the client went.
+  t.after(async () => {
+    session.destroy();
+    await server.close();
+  });
+  return { server, budget: server.app.partialMessages, session };
+}
+
 test(
   "a Connect client stream over h2c whose unfinished message would pass MAX_PARTIAL_MESSAGE_BYTES ends with resource_exhausted",
   { timeout: 30_000 },
   async (t) => {
-    const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(1024 * KIB) });
-    const budget = server.app.partialMessages;
-    const session = http2Connect(server.httpUrl);
-    t.after(async () => {
-      session.destroy();
-      await server.close();
-    });
+    const { budget, session } = await httpPortWithBudget(t, 1024 * KIB);
     const open = () => {
       const stream = session.request(
         { ":method": "POST", ":path": `/${FixtureService.typeName}/Sum`, "content-type": "application/connect+proto" },
@@ -227,13 +233,7 @@ test(
   "HTTP request bodies not yet whole count against MAX_PARTIAL_MESSAGE_BYTES: past it resource_exhausted; given back when whole, refused or reset",
   { timeout: 30_000 },
   async (t) => {
-    const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(1024 * KIB) });
-    const budget = server.app.partialMessages;
-    const session = http2Connect(server.httpUrl);
-    t.after(async () => {
-      session.destroy();
-      await server.close();
-    });
+    const { server, budget, session } = await httpPortWithBudget(t, 1024 * KIB);
     const post = (shape: BodyShape, body: Buffer, sent: number) => {
       const stream = session.request(
         { ":method": "POST", ...shape.headers, ...(shape.name === "gRPC-Web" ? {} : { "content-length": String(body.length) }) },
