@@ -110,38 +110,50 @@ test(
     const shed = 'grpc_server_shed_total{reason="partial_messages"}';
     assert.equal(await metric(httpUrl, shed), 0);
     const frame = paddedEcho();
-    // Over two connections: the budget is the process's, not a connection's.
-    const sessions = [http2Connect(`http://127.0.0.1:${grpcPort}`), http2Connect(`http://127.0.0.1:${grpcPort}`)];
-    t.after(() => {
+    // The stalled calls over two connections (the budget is the process's, not a connection's), the refused one
+    // over a third: what it had in flight when refused must not hold up the others' connection windows.
+    const sessions = [0, 1, 2].map(() => http2Connect(`http://127.0.0.1:${grpcPort}`));
+    // Where it stopped, should it time out: CI runs timed out twice in this test where a local run never did.
+    let step = "start";
+    let finished = false;
+    t.after(async () => {
       for (const s of sessions) s.destroy();
+      if (finished) return;
+      const read = (series: string) => metric(httpUrl, series).catch((e: unknown) => String(e));
+      t.diagnostic(`stopped at: ${step}; ${held} ${await read(held)}, ${shed} ${await read(shed)}`);
     });
 
     const stalled = [];
     for (let i = 0; i < 3; i++) {
+      step = `stalled call ${i}: its bytes held`;
       const c = call(sessions[i % 2]!);
       c.stream.write(frame.subarray(0, SENT));
       await metricReaches(httpUrl, held, (i + 1) * SENT, c);
       stalled.push(c);
     }
     // The fourth would pass the budget: refused, and what it sent is not held.
-    const refused = call(sessions[1]!);
+    step = "the fourth call refused";
+    const refused = call(sessions[2]!);
     refused.stream.write(frame.subarray(0, SENT));
     assert.equal(await refused.status, Code.RESOURCE_EXHAUSTED);
     assert.equal(await metric(httpUrl, shed), 1);
     assert.equal(await metric(httpUrl, held), 3 * SENT);
     // The probes answer meanwhile.
     assert.equal((await fetch(`${httpUrl}/healthcheck`)).status, 200);
+    step = "the budget's warning logged";
     const logged = await service.waitForLog("the budget's warning", (l) => /MAX_PARTIAL_MESSAGE_BYTES/.test(String(l.msg)));
     assert.equal(logged.level, "warn");
 
     // The calls within the budget complete when their clients finish, giving their bytes back.
-    for (const c of stalled) {
+    for (const [i, c] of stalled.entries()) {
+      step = `stalled call ${i} completed`;
       c.stream.end(frame.subarray(SENT));
       assert.equal(await c.status, Code.OK);
     }
     assert.equal(await metric(httpUrl, held), 0);
 
     // A call ended by its client mid-message gives its bytes back too.
+    step = "a call left mid-message";
     const left = call(sessions[0]!);
     left.stream.write(frame.subarray(0, SENT));
     await metricReaches(httpUrl, held, SENT, left);
@@ -149,6 +161,7 @@ test(
     await once(left.stream, "close");
     await metricReaches(httpUrl, held, 0);
     assert.equal(service.child.exitCode, null, "the service is up");
+    finished = true;
   },
 );
 
@@ -234,8 +247,8 @@ test(
   { timeout: 30_000 },
   async (t) => {
     const { server, budget, session } = await httpPortWithBudget(t, 1024 * KIB);
-    const post = (shape: BodyShape, body: Buffer, sent: number) => {
-      const stream = session.request(
+    const post = (shape: BodyShape, body: Buffer, sent: number, on = session) => {
+      const stream = on.request(
         { ":method": "POST", ...shape.headers, ...(shape.name === "gRPC-Web" ? {} : { "content-length": String(body.length) }) },
         { endStream: false },
       );
@@ -256,9 +269,11 @@ test(
     for (const shape of BODY_SHAPES) {
       const first = post(shape, shape.body(900 * KIB), 700 * KIB);
       await waitFor(() => (budget.held === 700 * KIB ? true : undefined));
-      const second = post(shape, shape.body(900 * KIB), 700 * KIB);
+      // Over a connection of its own: what it had in flight when refused must not hold up the first's window.
+      const own = http2Connect(server.httpUrl);
+      const second = post(shape, shape.body(900 * KIB), 700 * KIB, own);
       assert.equal(shape.code(await second.answer), refusedAs[shape.name as keyof typeof refusedAs], shape.name);
-      second.stream.close(); // as a client does once answered: what it had sent on no longer holds the connection's window
+      own.destroy();
       assert.equal(budget.held, 700 * KIB, `${shape.name}: the refused request's bytes given back`);
 
       first.stream.end(first.body.subarray(700 * KIB));
