@@ -79,14 +79,21 @@ function call(session: ClientHttp2Session): Call {
   stream.on("error", () => {});
   stream.resume();
   const result: Call = { stream, status: Promise.resolve(-1) };
+  // Ended at its status, as a gRPC client ends a call: a refused call's stream need not close while its client
+  // still has bytes to send (on Node 22 the server's reset after a trailers-only answer did not close it).
   result.status = new Promise<number>((resolve) => {
-    let code: number | undefined;
+    const end = (code: number) => {
+      if (result.ended !== undefined) return;
+      result.ended = code;
+      if (code !== -1) stream.close();
+      resolve(code);
+    };
     const note = (headers: IncomingHttpHeaders) => {
-      if (headers["grpc-status"] !== undefined) code = Number(headers["grpc-status"]);
+      if (headers["grpc-status"] !== undefined) end(Number(headers["grpc-status"]));
     };
     stream.on("response", note);
     stream.on("trailers", note);
-    stream.on("close", () => resolve((result.ended = code ?? -1)));
+    stream.on("close", () => end(-1));
   });
   return result;
 }

@@ -154,12 +154,18 @@ const EXHAUSTED_HEADERS = {
  * RESOURCE_EXHAUSTED and RST_STREAM NO_ERROR, as endIfIdle; once the server has sent its headers, RST_STREAM
  * ENHANCE_YOUR_CALM, which gRPC clients read as RESOURCE_EXHAUSTED. grpc-js drops what it buffered as the stream closes.
  */
+function closeNoError(stream: ServerHttp2Stream): void {
+  if (!stream.destroyed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+}
+
 function refuseExhausted(stream: ServerHttp2Stream): void {
   try {
     if (stream.headersSent) stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
     else {
       stream.respond(EXHAUSTED_HEADERS, { endStream: true });
-      stream.close(http2Constants.NGHTTP2_NO_ERROR);
+      // The reset stops the rest of the message. A turn later: reset at once, Node 22 sent the RST_STREAM without
+      // the HEADERS before it (a client saw no status: grpc-js reports INTERNAL); Node 24 sends both.
+      setImmediate(closeNoError, stream);
     }
   } catch {
     stream.destroy();
