@@ -154,10 +154,6 @@ const EXHAUSTED_HEADERS = {
  * RESOURCE_EXHAUSTED and RST_STREAM NO_ERROR, as endIfIdle; once the server has sent its headers, RST_STREAM
  * ENHANCE_YOUR_CALM, which gRPC clients read as RESOURCE_EXHAUSTED. grpc-js drops what it buffered as the stream closes.
  */
-function closeNoError(stream: ServerHttp2Stream): void {
-  if (!stream.destroyed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
-}
-
 function refuseExhausted(stream: ServerHttp2Stream): void {
   try {
     if (stream.headersSent) stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
@@ -170,4 +166,8 @@ function refuseExhausted(stream: ServerHttp2Stream): void {
   } catch {
     stream.destroy();
   }
+}
+
+function closeNoError(stream: ServerHttp2Stream): void {
+  if (!stream.destroyed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
 }
