@@ -184,33 +184,77 @@ async function httpPortWithBudget(t: TestContext, bytes: number) {
   return { server, budget: server.app.partialMessages, session };
 }
 
+/** A request over the HTTP port whose messages are framed in its body, one of them begun and not finished. */
+interface StreamShape {
+  name: string;
+  headers: Record<string, string>;
+  /** The first bytes of a message that would be much larger, and what of them the server holds. */
+  partial: { bytes: Buffer; held: number };
+  /** The error code the client got, from its response. */
+  code: (headers: IncomingHttpHeaders, body: Buffer) => string;
+}
+
+/** A 5-byte envelope prefix (flags 0) announcing `length` bytes, then `sent` of them. */
+function envelopeStart(length: number, sent: number): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(length, 1);
+  return Buffer.concat([prefix, Buffer.alloc(sent)]);
+}
+
+const STREAM_SHAPES: StreamShape[] = [
+  {
+    name: "Connect client stream",
+    headers: { ":path": `/${FixtureService.typeName}/Sum`, "content-type": "application/connect+proto" },
+    partial: { bytes: envelopeStart(900 * KIB, 700 * KIB), held: 700 * KIB + 5 },
+    code: (_h, body) => {
+      assert.equal(body[0], 2, "an end-stream message");
+      return (JSON.parse(body.subarray(5).toString()) as { error: { code: string } }).error.code;
+    },
+  },
+  {
+    name: "NDJSON client stream",
+    headers: { ":path": "/api/v1/sum", "content-type": "application/x-ndjson" },
+    partial: { bytes: Buffer.from(`{"value":"1","padding":"${"x".repeat(700 * KIB - 24)}`), held: 700 * KIB },
+    code: (h, body) => `${h[":status"]} ${(JSON.parse(body.toString()) as { code: number }).code}`,
+  },
+  {
+    // Decoded from base64 before it is counted: 5 + 614,401 bytes are 204,802 whole groups of three.
+    name: "gRPC-Web text unary",
+    headers: { ":path": `/${FixtureService.typeName}/Echo`, "content-type": "application/grpc-web-text+proto" },
+    partial: { bytes: Buffer.from(envelopeStart(900 * KIB, 614_401).toString("base64")), held: 614_406 },
+    code: (h, body) =>
+      String(h["grpc-status"] ?? /grpc-status:\s*(\d+)/.exec(Buffer.from(body.toString(), "base64").toString("latin1"))?.[1]),
+  },
+];
+
 test(
-  "a Connect client stream over h2c whose unfinished message would pass MAX_PARTIAL_MESSAGE_BYTES ends with resource_exhausted",
+  "streamed messages over h2c (Connect, NDJSON, gRPC-Web text) whose unfinished part would pass MAX_PARTIAL_MESSAGE_BYTES end with resource_exhausted",
   { timeout: 30_000 },
   async (t) => {
-    const { budget, session } = await httpPortWithBudget(t, 1024 * KIB);
-    const open = () => {
-      const stream = session.request(
-        { ":method": "POST", ":path": `/${FixtureService.typeName}/Sum`, "content-type": "application/connect+proto" },
-        { endStream: false },
-      );
-      stream.on("error", () => {});
-      const chunks: Buffer[] = [];
-      stream.on("data", (c: Buffer) => chunks.push(c));
-      const prefix = Buffer.alloc(5);
-      prefix.writeUInt32BE(900 * KIB, 1);
-      stream.write(Buffer.concat([prefix, Buffer.alloc(700 * KIB)]));
-      return { stream, body: once(stream, "end").then(() => Buffer.concat(chunks)) };
-    };
-    const first = open();
-    await waitFor(() => (budget.held === 700 * KIB + 5 ? true : undefined));
-    const second = open();
-    const body = await second.body;
-    assert.equal(body[0], 2, "an end-stream message");
-    assert.equal((JSON.parse(body.subarray(5).toString()) as { error: { code: string } }).error.code, "resource_exhausted");
-    assert.equal(budget.held, 700 * KIB + 5, "the refused call's bytes given back");
-    first.stream.close();
-    await waitFor(() => (budget.held === 0 ? true : undefined));
+    const { server, budget, session } = await httpPortWithBudget(t, 1024 * KIB);
+    const refusedAs = { "Connect client stream": "resource_exhausted", "NDJSON client stream": "429 8", "gRPC-Web text unary": "8" };
+    for (const shape of STREAM_SHAPES) {
+      const open = (on: ClientHttp2Session) => {
+        const stream = on.request({ ":method": "POST", ...shape.headers }, { endStream: false });
+        stream.on("error", () => {});
+        const chunks: Buffer[] = [];
+        stream.on("data", (c: Buffer) => chunks.push(c));
+        const answer = Promise.all([once(stream, "response"), once(stream, "end")]).then(([[headers]]) =>
+          shape.code(headers as IncomingHttpHeaders, Buffer.concat(chunks)),
+        );
+        stream.write(shape.partial.bytes);
+        return { stream, answer };
+      };
+      const first = open(session);
+      await waitFor(() => (budget.held === shape.partial.held ? true : undefined));
+      const own = http2Connect(server.httpUrl);
+      const second = open(own);
+      assert.equal(await second.answer, refusedAs[shape.name as keyof typeof refusedAs], shape.name);
+      own.destroy();
+      assert.equal(budget.held, shape.partial.held, `${shape.name}: the refused call's bytes given back`);
+      first.stream.close();
+      await waitFor(() => (budget.held === 0 ? true : undefined));
+    }
   },
 );
 

@@ -6,12 +6,12 @@ import { runInContext } from "../call/context.js";
 import { deadlineIn } from "../call/deadline.js";
 import { binaryCodec } from "../codec/codec.js";
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
-import { discardRest } from "../gateway/gateway.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
 import { BODIES_HELD, HeldBody, type PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import type { BoundMethod } from "../server/methods.js";
+import { discardRest } from "../server/unread-body.js";
 import { connectError, fastPathContext, type UnaryFastPath } from "./connect-bridge.js";
 
 /**
@@ -147,7 +147,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, b
     const refuse = (err: ConnectError) => {
       req.removeAllListeners("data");
       held?.release();
-      discardRest(req, res); // the rest is read within bounds, then the connection closes
+      discardRest(req, res);
       reject(err);
     };
     req.on("data", (chunk: Buffer) => {

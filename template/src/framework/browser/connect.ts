@@ -27,10 +27,11 @@ import { Code, GrpcError } from "../call/status.js";
 import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
-import type { PartialMessageBudget } from "../overload/partial-messages.js";
+import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import { liftRequestTimeout } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
+import { resetWhenAnswered } from "../server/unread-body.js";
 import { connectError, copyMetadata, metadataOf } from "./connect-bridge.js";
 import { countRefusal } from "./connect-refusals.js";
 import { refuseUndecodableGet, serveConnectUnary } from "./connect-unary.js";
@@ -77,16 +78,20 @@ class ProtocolCancellation implements CancelSource {
   }
 
   get reason(): unknown {
-    const r = this.#signal.reason;
-    if (!(r instanceof ConnectError)) return r;
-    // connect-node's word for a client that hung up (its request stream reset or destroyed): a cancel.
-    if (r.code === ConnectCode.Aborted) return new GrpcError(Code.CANCELLED, "the client went away");
-    return new GrpcError(r.code as number, r.rawMessage);
+    return fromConnectError(this.#signal.reason);
   }
 
   onCancel(listener: () => void): void {
     this.#signal.addEventListener("abort", () => this.answered || listener(), { once: true });
   }
+}
+
+/** Connect's error as the call's status; any other error as it is. */
+function fromConnectError(err: unknown): unknown {
+  if (!(err instanceof ConnectError)) return err;
+  // connect-node's word for a client that hung up (its request stream reset or destroyed): a cancel.
+  if (err.code === ConnectCode.Aborted) return new GrpcError(Code.CANCELLED, "the client went away");
+  return new GrpcError(err.code as number, err.rawMessage);
 }
 
 /** One call's context, from Connect's: metadata from the headers, the deadline from the protocol's timeout. */
@@ -120,7 +125,7 @@ function implementation(method: BoundMethod, path: string) {
           method: info,
           ctx,
           request: emptyRequestOf(info),
-          requests: new RequestStream((input as AsyncIterable<Message>)[Symbol.asyncIterator]()),
+          requests: new RequestStream((input as AsyncIterable<Message>)[Symbol.asyncIterator](), undefined, fromConnectError),
         }
       : { method: info, ctx, request: input as Message };
     return { ctx, cancellation, result: runInContext(ctx, () => invoke(call)) };
@@ -274,9 +279,9 @@ function endWhenIdle(uReq: UniversalServerRequest, raw: FastifyRequest["raw"], i
 }
 
 /**
- * A streamed Connect or gRPC-Web body's chunks, counting the bytes of an enveloped message (a flag byte, a 4-byte
- * length, the message) not yet whole against MAX_PARTIAL_MESSAGE_BYTES, as the gRPC port does (Connect buffers
- * them until the message is whole). Past the budget the read fails with RESOURCE_EXHAUSTED, which Connect answers
+ * A streamed Connect or gRPC-Web body's chunks (gRPC-Web text once decoded), counting the bytes of an enveloped
+ * message (a flag byte, a 4-byte length, the message) not yet whole against MAX_PARTIAL_MESSAGE_BYTES, as the gRPC
+ * port does (Connect buffers them until the message is whole). Past the budget the read fails with RESOURCE_EXHAUSTED, which Connect answers
  * in the protocol's form; the bytes are given back as messages complete and when the body ends either way.
  */
 async function* countedEnvelopes(body: AsyncIterable<Uint8Array>, budget: PartialMessageBudget): AsyncIterable<Uint8Array> {
@@ -303,10 +308,8 @@ async function* countedEnvelopes(body: AsyncIterable<Uint8Array>, budget: Partia
       }
       if (held > before && !budget.take(held - before)) {
         held = before;
-        throw new GrpcError(
-          Code.RESOURCE_EXHAUSTED,
-          "request messages in progress hold the server's MAX_PARTIAL_MESSAGE_BYTES: try again later",
-        );
+        // Connect's own error: Connect reads a unary body itself, and answers any other error as internal.
+        throw new ConnectError(MESSAGES_HELD, ConnectCode.ResourceExhausted);
       }
       if (held < before) budget.give(before - held);
       yield chunk;
@@ -347,7 +350,8 @@ function serve(
   { readMaxBytes, log, onRejected, streamIdleMs = 0, partialMessages }: BrowserProtocolOptions,
 ) {
   return (req: FastifyRequest, reply: FastifyReply): void => {
-    const lifted = streamedBody && req.raw.httpVersionMajor === 2;
+    const http2 = req.raw.httpVersionMajor === 2;
+    const lifted = streamedBody && http2;
     if (lifted) liftRequestTimeout(req.raw);
     reply.hijack();
     const res = reply.raw;
@@ -371,11 +375,17 @@ function serve(
       res.writeHead(400).end(); // no authority: an HTTP/1.0 request without Host
       return;
     }
-    if (streamedBody && !text && partialMessages?.enabled === true)
-      uReq = { ...uReq, body: countedEnvelopes(uReq.body as AsyncIterable<Uint8Array>, partialMessages) };
     if (lifted && streamIdleMs > 0) uReq = endWhenIdle(uReq, req.raw, streamIdleMs);
+    if (text) uReq = decodeTextRequest(uReq);
+    // Enveloped bodies that Connect's handler buffers message by message: every streamed one, and gRPC-Web text
+    // whatever the method (the unary fast paths count the others).
+    if ((streamedBody || text) && partialMessages?.enabled === true)
+      uReq = { ...uReq, body: countedEnvelopes(uReq.body as AsyncIterable<Uint8Array>, partialMessages) };
+    // Answered before the request ended (refused, or the call ended first): the rest is not wanted. Over HTTP/1.1
+    // Node reads and drops it; over HTTP/2 the stream would stay open, and Connect's response with it.
+    if (http2) resetWhenAnswered(req.raw as unknown as Http2ServerRequest);
     const write = (uRes: UniversalServerResponse) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res);
-    handler(text ? decodeTextRequest(uReq) : uReq)
+    handler(uReq)
       // Connect answered alone, before our implementation ran: counted here (the chain counts the others).
       .then((uRes) => (request.entered ? write(uRes) : countRefusal(uRes, handler.requestPath, onRejected ?? uncounted).then(write)))
       .catch((err: unknown) => {

@@ -7,9 +7,9 @@ import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { binaryCodec } from "../codec/codec.js";
 import { encodeGrpcMessage } from "../errors/grpc-message.js";
 import { toServiceError } from "../errors/wire.js";
-import { discardRest } from "../gateway/gateway.js";
 import { headersFromMetadata } from "../gateway/metadata.js";
 import { BODIES_HELD, HeldBody, type PartialMessageBudget } from "../overload/partial-messages.js";
+import { discardRest } from "../server/unread-body.js";
 import { fastPathContext, type UnaryFastPath } from "./connect-bridge.js";
 
 const TRAILER_FLAG = 0x80;

@@ -1,4 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { type Message, toJson } from "@bufbuild/protobuf";
 import { Metadata } from "@grpc/grpc-js";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
@@ -8,8 +8,10 @@ import { LazyAbortController } from "../call/lazy-abort.js";
 import { emptyRequestOf } from "../call/method.js";
 import { asGrpcError, Code, GrpcError } from "../call/status.js";
 import { httpError, sendHttpError, UnsupportedMediaTypeError } from "../errors/http.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import { liftRequestTimeout } from "../server/http-server.js";
+import { discardRest } from "../server/unread-body.js";
 import { abortRawStream, acceptRawBodies, type RawBody, rawResponseData, rawResponseType, sendRawResponse } from "./http-body.js";
 import type { GatewayCall, Invoker } from "./invoker.js";
 import { jsonReader } from "./json-reader.js";
@@ -40,6 +42,8 @@ export interface GatewayOptions {
   streamIdleMs: number;
   /** The largest message of a streamed request body (GRPC_MAX_RECV_MSG_SIZE). */
   maxMessageBytes: number;
+  /** MAX_PARTIAL_MESSAGE_BYTES: a streamed body's message not yet whole counts against it. */
+  partialMessages?: PartialMessageBudget | undefined;
   /**
    * Told of a call refused before it reached its method's chain (a request that cannot be decoded, a content type
    * the route does not take), with the code its client got, so the metrics count it as over gRPC.
@@ -79,39 +83,6 @@ const CONTROLLER = Symbol("gateway call controller");
 const REQUEST = Symbol("gateway request");
 type GatewayResponse = ServerResponse & { [CONTROLLER]?: LazyAbortController; [REQUEST]?: FastifyRequest };
 
-/** What is still read of a body nobody needs any more, before the connection is closed instead. */
-const DISCARD_BYTES = 256 * 1024;
-const DISCARD_MS = 1000;
-
-/**
- * The call ended before its request body did (an early answer, an error): the rest is read and thrown
- * away, so a client that was about to finish can keep its connection, but only up to DISCARD_BYTES or
- * DISCARD_MS; past that the connection closes once the response is out. Reading on without a bound
- * would let a client that never stops sending hold the server busy for nothing (as Go's net/http, which
- * reads at most 256 KiB of an unread body before closing).
- */
-export function discardRest(body: IncomingMessage, res: ServerResponse): void {
-  const socket = body.socket;
-  let left = DISCARD_BYTES;
-  const stop = () => {
-    clearTimeout(timer);
-    body.off("data", onData);
-  };
-  const close = () => {
-    stop();
-    if (res.writableFinished) socket.destroySoon();
-    else res.once("finish", () => socket.destroySoon());
-  };
-  const onData = (chunk: Buffer) => {
-    left -= chunk.length;
-    if (left < 0) close();
-  };
-  const timer = setTimeout(close, DISCARD_MS);
-  body.on("data", onData);
-  body.once("end", stop);
-  body.once("close", stop);
-}
-
 /** For an error before any call was made: no metadata to send back. */
 const NO_CALL: GatewayCall = { header: new Metadata(), trailer: new Metadata(), result: { error: undefined } };
 
@@ -134,7 +105,18 @@ function responseJson(route: GatewayRoute, message: Message): string {
  * a path, for CORS preflight answers.
  */
 export function registerGateway(app: FastifyInstance, options: GatewayOptions): (path: string) => string[] {
-  const { routes, invoker, headers: policy, marshalers, heartbeatMs, streamIdleMs, maxMessageBytes, observer, onRejected } = options;
+  const {
+    routes,
+    invoker,
+    headers: policy,
+    marshalers,
+    heartbeatMs,
+    streamIdleMs,
+    maxMessageBytes,
+    partialMessages,
+    observer,
+    onRejected,
+  } = options;
   const { traceHeader } = policy;
   marshalers.freeze();
   if (!app.hasRequestDecorator("gatewayRoute")) app.decorateRequest("gatewayRoute", undefined);
@@ -240,7 +222,7 @@ export function registerGateway(app: FastifyInstance, options: GatewayOptions): 
       // The body is a stream as long as the call: the whole-request timeout is for unary bodies. The
       // call's deadline, the idle limit and shutdown end it instead.
       liftRequestTimeout(body);
-      requests = jsonMessages(body, maxMessageBytes, decode, streamIdleMs);
+      requests = jsonMessages(body, maxMessageBytes, decode, streamIdleMs, partialMessages);
       const controller = callController(reply);
       const metadata = metadataFromHeaders(req.headers, policy);
       const early = route.earlyHeader ? new EarlyHeader() : undefined;

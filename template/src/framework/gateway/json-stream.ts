@@ -4,6 +4,7 @@ import type { Message } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../call/status.js";
 import { MAX_JSON_DEPTH, TOO_DEEP } from "../codec/json-depth.js";
 import { MessageTooLargeError } from "../errors/http.js";
+import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
 import { utf8Text } from "../server/http-server.js";
 
 /**
@@ -46,14 +47,27 @@ export class JsonSplitter {
   /** Bytes of the value in progress carried over from earlier chunks. */
   #parts: Buffer[] = [];
   #carried = 0;
+  /** MAX_PARTIAL_MESSAGE_BYTES, when on: the carried bytes count against it until their value completes. */
+  readonly #budget: PartialMessageBudget | undefined;
+  /** Of the carried bytes, those taken from the budget. */
+  #held = 0;
   /**
    * Set once a value nests deeper than MAX_JSON_DEPTH (counted here for free, before anything is
    * parsed): the values completed before it are still returned, then nothing more is read.
    */
   tooDeep = false;
 
-  /** `maxBytes`: the largest message accepted; a larger one fails with MessageTooLargeError (RESOURCE_EXHAUSTED, 413). */
-  constructor(readonly maxBytes: number) {}
+  /**
+   * `maxBytes`: the largest message accepted; a larger one fails with MessageTooLargeError (RESOURCE_EXHAUSTED,
+   * 413). `budget`: the process's MAX_PARTIAL_MESSAGE_BYTES; a message that would pass it while carried fails with
+   * RESOURCE_EXHAUSTED (429). Its owner calls release() when the stream ends.
+   */
+  constructor(
+    readonly maxBytes: number,
+    budget?: PartialMessageBudget,
+  ) {
+    this.#budget = budget?.enabled === true ? budget : undefined;
+  }
 
   /** The values `chunk` completes, in order (views of the chunk where possible). */
   push(chunk: Buffer): Buffer[] {
@@ -102,6 +116,7 @@ export class JsonSplitter {
               this.tooDeep = true;
               this.#parts = [];
               this.#carried = 0;
+              this.release();
               return values;
             }
           } else if ((byte === 0x7d || byte === 0x5d) && --this.#depth === 0) {
@@ -124,6 +139,7 @@ export class JsonSplitter {
       const rest = start === 0 ? chunk : chunk.subarray(start);
       this.#carried += rest.length;
       this.#checkSize(this.#carried);
+      if (this.#budget !== undefined) this.#hold(rest.length);
       this.#parts.push(rest);
     }
     return values;
@@ -171,7 +187,24 @@ export class JsonSplitter {
     const value = Buffer.concat(this.#parts, size);
     this.#parts = [];
     this.#carried = 0;
+    this.release();
     return value;
+  }
+
+  /** Counts carried bytes against the budget; past it, gives back what the message held and refuses it. */
+  #hold(bytes: number): void {
+    if (!this.#budget!.take(bytes)) {
+      this.release();
+      throw new GrpcError(Code.RESOURCE_EXHAUSTED, MESSAGES_HELD);
+    }
+    this.#held += bytes;
+  }
+
+  /** Gives back the bytes the value in progress holds against the budget: it completed, or the stream ended. */
+  release(): void {
+    if (this.#held === 0) return;
+    this.#budget!.give(this.#held);
+    this.#held = 0;
   }
 
   #checkSize(size: number): void {
@@ -195,8 +228,9 @@ export function jsonMessages(
   maxBytes: number,
   decode: (json: string, index: number) => Message,
   idleMs = 0,
+  budget?: PartialMessageBudget,
 ): AsyncIterator<Message, undefined> {
-  const splitter = new JsonSplitter(maxBytes);
+  const splitter = new JsonSplitter(maxBytes, budget);
   /** Set once the connection was idle for idleMs: every read fails with it from then on. */
   let idle: GrpcError | undefined;
   if (idleMs > 0) {
@@ -267,6 +301,7 @@ export function jsonMessages(
     },
     async return() {
       if (idleMs > 0) body.setTimeout?.(0);
+      splitter.release();
       finished = true;
       pending = [];
       next = 0;

@@ -255,6 +255,7 @@ export class App {
       heartbeatMs: config.SSE_HEARTBEAT_SECONDS * 1000,
       streamIdleMs: config.HTTP_STREAM_IDLE_TIMEOUT_SECONDS * 1000,
       maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE,
+      partialMessages: this.partialMessages,
     });
     const protocolMethods = registerBrowserProtocols(http, {
       methods,

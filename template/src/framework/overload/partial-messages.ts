@@ -53,6 +53,9 @@ export class PartialMessageBudget {
   }
 }
 
+/** Why a call whose request message would pass MAX_PARTIAL_MESSAGE_BYTES is refused. */
+export const MESSAGES_HELD = "request messages in progress hold the server's MAX_PARTIAL_MESSAGE_BYTES: try again later";
+
 /** Why a request whose body would pass MAX_PARTIAL_MESSAGE_BYTES is refused. */
 export const BODIES_HELD = "the server holds too many unfinished request bodies: try again later";
 

@@ -1,14 +1,15 @@
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import { type Http2Server, constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import { Code } from "../call/status.js";
 import { rootLogger } from "../logging/logger.js";
-import type { PartialMessageBudget } from "../overload/partial-messages.js";
+import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { firstMessageIn, type WithRequestReader } from "./first-message.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
 import { isGrpcContentType } from "./grpc-content-type.js";
 import { trackPartialMessages } from "./partial-messages.js";
 import { TimeoutBuckets } from "./timeout-buckets.js";
+import { closeNoError } from "./unread-body.js";
 
 /**
  * Streams on the gateway's own connection: every HTTP call it serves is a gRPC call on that one connection
@@ -128,17 +129,12 @@ const TIMED_OUT_HEADERS = {
 /**
  * Ends a call whose first request message has not arrived: a trailers-only DEADLINE_EXCEEDED (the server's own
  * time limit ran out, as for a call over GRPC_SERVER_DEFAULT_TIMEOUT_IN_SECONDS), then RST_STREAM NO_ERROR, which
- * tells the client to stop sending (RFC 9113 §8.1) and frees the stream at once. grpc-js sees the stream close
+ * tells the client to stop sending (RFC 9113 §8.1) and frees the stream. grpc-js sees the stream close
  * and ends its call, dropping what it buffered of a partial message (grpc-rejections counts it with this status).
  */
 function endIfIdle(stream: ServerHttp2Stream & WithRequestReader): boolean {
   if (stream.closed || stream.destroyed || stream.headersSent || firstMessageIn(stream)) return false;
-  try {
-    stream.respond(TIMED_OUT_HEADERS, { endStream: true });
-    stream.close(http2Constants.NGHTTP2_NO_ERROR);
-  } catch {
-    stream.destroy();
-  }
+  answerAndReset(stream, TIMED_OUT_HEADERS);
   return true;
 }
 
@@ -146,7 +142,7 @@ const EXHAUSTED_HEADERS = {
   ":status": 200,
   "content-type": "application/grpc+proto",
   "grpc-status": String(Code.RESOURCE_EXHAUSTED),
-  "grpc-message": "request messages in progress hold the server's MAX_PARTIAL_MESSAGE_BYTES: try again later",
+  "grpc-message": MESSAGES_HELD,
 };
 
 /**
@@ -155,19 +151,24 @@ const EXHAUSTED_HEADERS = {
  * ENHANCE_YOUR_CALM, which gRPC clients read as RESOURCE_EXHAUSTED. grpc-js drops what it buffered as the stream closes.
  */
 function refuseExhausted(stream: ServerHttp2Stream): void {
+  if (!stream.headersSent) return answerAndReset(stream, EXHAUSTED_HEADERS);
   try {
-    if (stream.headersSent) stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    else {
-      stream.respond(EXHAUSTED_HEADERS, { endStream: true });
-      // The reset stops the rest of the message. A turn later: reset at once, Node 22 sent the RST_STREAM without
-      // the HEADERS before it (a client saw no status: grpc-js reports INTERNAL); Node 24 sends both.
-      setImmediate(closeNoError, stream);
-    }
+    stream.close(http2Constants.NGHTTP2_ENHANCE_YOUR_CALM);
   } catch {
     stream.destroy();
   }
 }
 
-function closeNoError(stream: ServerHttp2Stream): void {
-  if (!stream.destroyed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+/**
+ * A trailers-only answer, then RST_STREAM NO_ERROR, which stops the rest of the request. A turn later: reset at
+ * once, Node 22 (inside a data callback) sent the RST_STREAM without the HEADERS before it, so the client saw no
+ * status (grpc-js reports INTERNAL); Node 24 sends both.
+ */
+function answerAndReset(stream: ServerHttp2Stream, headers: OutgoingHttpHeaders): void {
+  try {
+    stream.respond(headers, { endStream: true });
+    setImmediate(closeNoError, stream);
+  } catch {
+    stream.destroy();
+  }
 }

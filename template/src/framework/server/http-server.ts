@@ -23,6 +23,7 @@ import { closeHttp2Side, type Http2Side, type HttpTlsFiles, serveBothVersions } 
 import { liftHttp2RequestTimeout } from "./http2-timeouts.js";
 import { bodyParser, type ParseBody } from "./request-body.js";
 import { joinRepeatedAuthorization } from "./request-headers.js";
+import { discardRest } from "./unread-body.js";
 
 /** fastify's own failures (body too large, bad content type…) as gRPC codes, so every error body is the same JSON. */
 function codeForFastifyError(err: FastifyError): Code {
@@ -476,6 +477,8 @@ export async function createHttpServer(config: Config, versions: HttpVersions = 
     bodyParserFor(app, (_req, body) => utf8Text(body)),
   );
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    // Refused before its body was read (413, 415, 429): the rest is not wanted.
+    if (!req.raw.readableEnded && !req.raw.destroyed) discardRest(req.raw, reply.raw);
     if (err instanceof GrpcError) return sendHttpError(reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
       const type = req.headers["content-type"];
