@@ -9,7 +9,8 @@
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
 // (bench/servers/grpc-js.ts); grpc-js-proto-loader: the grpc-js + proto-loader reference
-// (bench/servers/grpc-js-proto-loader.ts). Sent by h2load as in `make bench` (16 connections × 8 streams).
+// (bench/servers/grpc-js-proto-loader.ts). Sent by h2load as in `make bench` (16 connections × 8 streams; SHAPE=CxM
+// to change it).
 // CALLGRIND_KEEP=<file> keeps the dump of the measured requests there, for `callgrind_annotate <file>`:
 // V8's builtins (Builtins_*), the garbage collector and Node's C++ are named in it (JIT-compiled
 // JavaScript is not), which shows where two builds' counts differ.
@@ -36,6 +37,13 @@ if (!targets.includes(target))
 const grpc = target === "grpc" || target.startsWith("grpc-js");
 /** The bare references run from source and report over IPC. */
 const reference = target === "fastify" || target.startsWith("grpc-js");
+/**
+ * SHAPE=CxM (gRPC): h2load -cC -mM instead of make bench's 16 × 8. SHAPE=1x1 sends one call at a time, so no
+ * count depends on how many calls one turn of the loop happens to take: the steadiest count of per-call work.
+ */
+const shapeMatch = /^(\d+)x(\d+)$/.exec(process.env.SHAPE ?? "16x8");
+if (!shapeMatch) throw new Error(`SHAPE=${process.env.SHAPE}: give clients x streams, as 1x1`);
+const shape = { clients: Number(shapeMatch[1]), streams: Number(shapeMatch[2]) };
 const N = Number(nArg ?? 2000);
 const WARM = Number(warmArg ?? 3000);
 const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
@@ -71,7 +79,7 @@ function post(): Promise<number> {
 }
 /** gRPC: `n` Echo calls by h2load, which fails on a non-200 (grpc-status is checked by the service's own tests). */
 async function sendGrpc(n: number): Promise<void> {
-  const out = await run("h2load", ["-n", String(n), ...h2loadArgs(port)]);
+  const out = await run("h2load", ["-n", String(n), ...h2loadArgs(port, shape)]);
   const m = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded/.exec(out);
   if (Number(m?.[1]) !== n) throw new Error(`h2load: not every call succeeded:\n${out}`);
 }
