@@ -16,6 +16,9 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { fixtureService } from "./fixtures/fixture-service.js";
 
 const MAX_BYTES = 64 * 1024;
+/** An envelope prefix (flags 0) declaring a message one byte over the limit, and the first 1 KiB of it. */
+const OVERSIZED_ENVELOPE = Buffer.alloc(5 + 1024);
+OVERSIZED_ENVELOPE.writeUInt32BE(MAX_BYTES + 1, 1);
 
 /** The response's status, body, grpc-status (header, trailer or gRPC-Web trailer frame) and reset code, once the stream has closed. */
 async function outcome(stream: ClientHttp2Stream) {
@@ -85,20 +88,12 @@ describe("a request answered before its body ended, over HTTP/2", () => {
     },
     {
       name: "Connect client stream, a message declaring more than the limit: an end-stream message",
-      open: () => {
-        const head = Buffer.alloc(5);
-        head.writeUInt32BE(MAX_BYTES + 1, 1);
-        return unended("/fixture.v1.FixtureService/Sum", "application/connect+proto", head, Buffer.alloc(1024));
-      },
+      open: () => unended("/fixture.v1.FixtureService/Sum", "application/connect+proto", OVERSIZED_ENVELOPE),
       status: 200,
     },
     {
       name: "gRPC-Web unary, a frame declaring more than the limit: grpc-status 8",
-      open: () => {
-        const head = Buffer.alloc(5);
-        head.writeUInt32BE(MAX_BYTES + 1, 1);
-        return unended("/fixture.v1.FixtureService/Echo", "application/grpc-web+proto", head, Buffer.alloc(1024));
-      },
+      open: () => unended("/fixture.v1.FixtureService/Echo", "application/grpc-web+proto", OVERSIZED_ENVELOPE),
       status: 200,
       grpcStatus: Code.RESOURCE_EXHAUSTED,
     },
