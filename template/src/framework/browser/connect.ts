@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Http2ServerRequest } from "node:http2";
+import { constants as http2Constants, type Http2ServerRequest } from "node:http2";
 import type { Message } from "@bufbuild/protobuf";
 import {
   Code as ConnectCode,
@@ -29,6 +29,7 @@ import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
+import { afterRoundTrip } from "../server/half-close.js";
 import { liftRequestTimeout } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
 import { resetWhenAnswered } from "../server/unread-body.js";
@@ -56,7 +57,11 @@ export interface BrowserProtocolOptions {
 class ConnectRequest {
   /** Our implementation ran: the chain counts the call. Otherwise Connect answered alone (connect-refusals.ts). */
   entered = false;
-  constructor(readonly headers: IncomingHttpHeaders) {}
+  constructor(
+    readonly headers: IncomingHttpHeaders,
+    /** The request over HTTP/2: its stream and session tell a cancel from a half-close. */
+    readonly http2?: Http2ServerRequest,
+  ) {}
 }
 
 const REQUEST = createContextKey<ConnectRequest>(new ConnectRequest({}), { description: "the HTTP request" });
@@ -84,6 +89,25 @@ class ProtocolCancellation implements CancelSource {
   onCancel(listener: () => void): void {
     this.#signal.addEventListener("abort", () => this.answered || listener(), { once: true });
   }
+}
+
+const { NGHTTP2_NO_ERROR } = http2Constants;
+
+/**
+ * Over HTTP/2, the end of a request stream is taken as the client's half-close only once a PING sent after it
+ * has been answered: a Node client cancels with END_STREAM and then RST_STREAM, which can arrive apart (the gRPC
+ * port does the same: half-close.ts). A reset seen by then fails the read with CANCELLED and aborts the call.
+ */
+function endOfInput(req: Http2ServerRequest | undefined, ctx: CallContext): (() => Promise<void>) | undefined {
+  if (req === undefined) return undefined;
+  const stream = req.stream;
+  return () =>
+    afterRoundTrip(stream.session).then(() => {
+      if (!req.aborted && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR) return;
+      const cancelled = new GrpcError(Code.CANCELLED, "call cancelled");
+      ctx.abort(cancelled);
+      throw cancelled;
+    });
 }
 
 /** Connect's error as the call's status; any other error as it is. */
@@ -125,7 +149,11 @@ function implementation(method: BoundMethod, path: string) {
           method: info,
           ctx,
           request: emptyRequestOf(info),
-          requests: new RequestStream((input as AsyncIterable<Message>)[Symbol.asyncIterator](), undefined, fromConnectError),
+          requests: new RequestStream(
+            (input as AsyncIterable<Message>)[Symbol.asyncIterator](),
+            endOfInput(hctx.values.get(REQUEST).http2, ctx),
+            fromConnectError,
+          ),
         }
       : { method: info, ctx, request: input as Message };
     return { ctx, cancellation, result: runInContext(ctx, () => invoke(call)) };
@@ -367,7 +395,7 @@ function serve(
     const headers = req.raw.headers;
     clampTimeouts(headers);
     const text = isGrpcWebText(headers["content-type"]);
-    const request = new ConnectRequest(headers);
+    const request = new ConnectRequest(headers, http2 ? (req.raw as unknown as Http2ServerRequest) : undefined);
     let uReq: UniversalServerRequest;
     try {
       uReq = universalRequestFromNodeRequest(req.raw, res, undefined, createContextValues().set(REQUEST, request));
