@@ -395,7 +395,8 @@ function serve(
     const headers = req.raw.headers;
     clampTimeouts(headers);
     const text = isGrpcWebText(headers["content-type"]);
-    const request = new ConnectRequest(headers, http2 ? (req.raw as unknown as Http2ServerRequest) : undefined);
+    const raw2 = http2 ? (req.raw as unknown as Http2ServerRequest) : undefined;
+    const request = new ConnectRequest(headers, raw2);
     let uReq: UniversalServerRequest;
     try {
       uReq = universalRequestFromNodeRequest(req.raw, res, undefined, createContextValues().set(REQUEST, request));
@@ -411,7 +412,7 @@ function serve(
       uReq = { ...uReq, body: countedEnvelopes(uReq.body as AsyncIterable<Uint8Array>, partialMessages) };
     // Answered before the request ended (refused, or the call ended first): the rest is not wanted. Over HTTP/1.1
     // Node reads and drops it; over HTTP/2 the stream would stay open, and Connect's response with it.
-    if (http2) resetWhenAnswered(req.raw as unknown as Http2ServerRequest);
+    if (raw2 !== undefined) resetWhenAnswered(raw2);
     const write = (uRes: UniversalServerResponse) => universalResponseToNodeResponse(text ? encodeTextResponse(uRes) : uRes, res);
     handler(uReq)
       // Connect answered alone, before our implementation ran: counted here (the chain counts the others).
