@@ -19,6 +19,7 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { ChatRequestSchema, FixtureService, SumRequestSchema } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { handled } from "./support/metrics.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "http-versions-"));
 const file = (name: string) => path.join(dir, name);
@@ -223,6 +224,21 @@ describe("telling the versions apart", () => {
     } finally {
       session.close();
     }
+  });
+
+  test("a cleartext HTTP/2 client that ends its socket (FIN) has its connection closed and its calls cancelled, not held half-open", async () => {
+    const { port } = new URL(server.httpUrl);
+    const socket = connectTcp(Number(port), "127.0.0.1");
+    const session = connectHttp2(server.httpUrl, { createConnection: () => socket });
+    session.on("error", () => {});
+    const stream = session.request({ ":path": "/api/v1/countdown/600?interval_ms=100", ":method": "GET" });
+    stream.on("error", () => {});
+    await once(stream, "data"); // the call is under way
+    const cancelledBefore = await handled(server, "Countdown", "Canceled");
+    const closed = once(socket, "close");
+    socket.end(); // the client sends nothing more, not even a PING's acknowledgement: it is gone
+    await closed; // before: held open until the stream ended (a minute here)
+    while ((await handled(server, "Countdown", "Canceled")) === cancelledBefore) await new Promise((r) => setImmediate(r));
   });
 
   test("stopping sends an HTTP/2 connection a GOAWAY: the stream in flight finishes, the connection then closes", async () => {

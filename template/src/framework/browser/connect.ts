@@ -103,7 +103,7 @@ function endOfInput(req: Http2ServerRequest | undefined, ctx: CallContext): (() 
   const stream = req.stream;
   return () =>
     afterRoundTrip(stream.session).then(() => {
-      if (!req.aborted && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR) return;
+      if (!req.aborted && !stream.destroyed && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR) return;
       const cancelled = new GrpcError(Code.CANCELLED, "call cancelled");
       ctx.abort(cancelled);
       throw cancelled;

@@ -1,10 +1,12 @@
 import type { IncomingMessage } from "node:http";
+import { type Http2ServerRequest, type ServerHttp2Stream, constants as http2Constants } from "node:http2";
 import type { Readable } from "node:stream";
 import type { Message } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../call/status.js";
 import { MAX_JSON_DEPTH, TOO_DEEP } from "../codec/json-depth.js";
 import { MessageTooLargeError } from "../errors/http.js";
 import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
+import { afterRoundTrip } from "../server/half-close.js";
 import { utf8Text } from "../server/http-server.js";
 
 /**
@@ -214,7 +216,21 @@ export class JsonSplitter {
   }
 }
 
+const { NGHTTP2_NO_ERROR } = http2Constants;
+
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * Over HTTP/2 the end of the body is the client's half-close only once a PING sent after it has been answered:
+ * a Node client cancels with END_STREAM and then RST_STREAM, which can arrive apart (half-close.ts). A reset
+ * (or the connection's loss) seen by then fails the read with CANCELLED, so a handler never takes a cancelled upload for a whole one.
+ */
+async function halfClosed(stream: ServerHttp2Stream): Promise<void> {
+  await afterRoundTrip(stream.session);
+  // Destroyed before the answer: the connection was lost with it.
+  if (stream.destroyed || (stream.rstCode ?? NGHTTP2_NO_ERROR) !== NGHTTP2_NO_ERROR)
+    throw new GrpcError(Code.CANCELLED, "the client cancelled the request stream");
+}
 
 /**
  * The messages of a streamed request body, decoded one by one as the call reads them. A chunk of the
@@ -224,7 +240,7 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * written, and the caller discards the rest.
  */
 export function jsonMessages(
-  body: Readable & Partial<Pick<IncomingMessage, "setTimeout">>,
+  body: Readable & Partial<Pick<IncomingMessage, "setTimeout"> & Pick<Http2ServerRequest, "stream">>,
   maxBytes: number,
   decode: (json: string, index: number) => Message,
   idleMs = 0,
@@ -244,6 +260,7 @@ export function jsonMessages(
       wake?.();
     });
   }
+  const h2stream = body.stream;
   let pending: Buffer[] = [];
   let next = 0;
   let index = 0;
@@ -288,6 +305,7 @@ export function jsonMessages(
         else if (chunk === null) {
           finished = true;
           const last = splitter.end();
+          if (h2stream !== undefined) await halfClosed(h2stream);
           pending = last ? [last] : [];
         } else {
           pending = splitter.push(chunk);

@@ -55,6 +55,7 @@ function ping(session: Http2Session, rounds: Rounds): void {
     if (settled) return;
     settled = true;
     clearTimeout(limit);
+    session.off("close", done);
     rounds.inFlight = false;
     setImmediate(() => {
       for (const resolve of waiting) resolve();
@@ -63,6 +64,8 @@ function ping(session: Http2Session, rounds: Rounds): void {
   };
   const limit = setTimeout(done, ROUND_TRIP_LIMIT_MS);
   limit.unref();
+  // Node drops the PING's callback when the connection closes first: the connection's end settles it.
+  session.once("close", done);
   try {
     if (!session.ping(done)) done();
   } catch {

@@ -155,8 +155,13 @@ export function serveBothVersions(
         settled(socket);
         socket.pause();
         socket.unshift(data);
-        if (h2) side.serveConnection(socket);
-        else {
+        if (h2) {
+          // The HTTP/1.1 server's sockets stay half-open after the client's FIN; an HTTP/2 client that sends
+          // one is gone (no more frames, not even a PING's acknowledgement), so the session ends with it, as
+          // on Node's own HTTP/2 server.
+          socket.allowHalfOpen = false;
+          side.serveConnection(socket);
+        } else {
           toHttp1(socket);
           socket.resume();
         }
