@@ -96,18 +96,30 @@ const { NGHTTP2_NO_ERROR } = http2Constants;
 /**
  * Over HTTP/2, the end of a request stream is taken as the client's half-close only once a PING sent after it
  * has been answered: a Node client cancels with END_STREAM and then RST_STREAM, which can arrive apart (the gRPC
- * port does the same: half-close.ts). A reset seen by then fails the read with CANCELLED and aborts the call.
+ * port does the same: half-close.ts). A reset (or the connection's loss) seen by then rejects with CANCELLED and
+ * aborts the call.
  */
-function endOfInput(req: Http2ServerRequest | undefined, ctx: CallContext): (() => Promise<void>) | undefined {
-  if (req === undefined) return undefined;
+function halfClosed(req: Http2ServerRequest, ctx: CallContext): Promise<void> {
   const stream = req.stream;
-  return () =>
-    afterRoundTrip(stream.session).then(() => {
-      if (!req.aborted && !stream.destroyed && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR) return;
-      const cancelled = new GrpcError(Code.CANCELLED, "call cancelled");
-      ctx.abort(cancelled);
-      throw cancelled;
-    });
+  return afterRoundTrip(stream.session).then(() => {
+    if (!req.aborted && !stream.destroyed && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR) return;
+    const cancelled = new GrpcError(Code.CANCELLED, "call cancelled");
+    ctx.abort(cancelled);
+    throw cancelled;
+  });
+}
+
+/**
+ * The status a request stream's error ends the call with over HTTP/2. A stream that ended inside an envelope is
+ * malformed only if the end was a half-close: a cancel's END_STREAM cuts the message short too.
+ */
+function streamError(err: unknown, req: Http2ServerRequest, ctx: CallContext): unknown {
+  const status = fromConnectError(err);
+  if (!(status instanceof GrpcError) || status.code !== Code.INVALID_ARGUMENT || !req.readableEnded) return status;
+  return halfClosed(req, ctx).then(
+    () => status,
+    (cancelled: unknown) => cancelled,
+  );
 }
 
 /** Connect's error as the call's status; any other error as it is. */
@@ -144,6 +156,7 @@ function implementation(method: BoundMethod, path: string) {
     hctx.values.get(REQUEST).entered = true;
     const cancellation = new ProtocolCancellation(hctx.signal);
     const ctx = contextFor(info, hctx, cancellation, path);
+    const h2 = manyRequests ? hctx.values.get(REQUEST).http2 : undefined;
     const call: Call = manyRequests
       ? {
           method: info,
@@ -151,8 +164,8 @@ function implementation(method: BoundMethod, path: string) {
           request: emptyRequestOf(info),
           requests: new RequestStream(
             (input as AsyncIterable<Message>)[Symbol.asyncIterator](),
-            endOfInput(hctx.values.get(REQUEST).http2, ctx),
-            fromConnectError,
+            h2 && (() => halfClosed(h2, ctx)),
+            h2 ? (err) => streamError(err, h2, ctx) : fromConnectError,
           ),
         }
       : { method: info, ctx, request: input as Message };

@@ -25,7 +25,7 @@ export class RequestStream implements AsyncIterableIterator<Message> {
   #interruptible = false;
   /** Rejects the read waiting on the source (interruptible streams only). */
   #interrupt: ((err: unknown) => void) | undefined;
-  #handlers: [(step: IteratorResult<Message>) => Step | Promise<Step>, (err: unknown) => never] | undefined;
+  #handlers: [(step: IteratorResult<Message>) => Step | Promise<Step>, (err: unknown) => never | Promise<never>] | undefined;
   /** Set while `atEnd` decides whether the end of input is a half-close: later reads wait for it too. */
   #ending: Promise<Step> | undefined;
   readonly #atEnd: (() => void | Promise<void>) | undefined;
@@ -35,8 +35,8 @@ export class RequestStream implements AsyncIterableIterator<Message> {
    * `source` yields the decoded messages and ends when the client half-closes. `atEnd` runs when it
    * ends and may throw (or reject) to say the end is not a half-close (the transport's deadline or a
    * cancel, say); the handler's read waits for it. `sourceError` turns an error of the source into
-   * the one the call fails with (the status the transport already answered, say); it runs only on
-   * that failure path.
+   * the one the call fails with (the status the transport already answered, say), or resolves to it; it
+   * runs only on that failure path.
    */
   constructor(source: AsyncIterator<Message>, atEnd?: () => void | Promise<void>, sourceError?: (err: unknown) => unknown) {
     this.#source = source;
@@ -93,10 +93,7 @@ export class RequestStream implements AsyncIterableIterator<Message> {
     if (this.#failed) return Promise.reject(this.#error);
     if (this.#closed) return this.#ending ?? Promise.resolve(DONE);
     // One promise per message: `then` on the source's, rather than an async method awaiting it.
-    const [onStep, onError] = (this.#handlers ??= [
-      (step) => this.#step(step),
-      (err) => this.#fail(this.#failed ? this.#error : this.#sourceError ? this.#sourceError(err) : err),
-    ]);
+    const [onStep, onError] = (this.#handlers ??= [(step) => this.#step(step), (err) => this.#failWith(err)]);
     if (!this.#interruptible) return this.#source.next().then(onStep, onError);
     const read = this.#source.next();
     return new Promise((resolve, reject) => {
@@ -141,6 +138,16 @@ export class RequestStream implements AsyncIterableIterator<Message> {
   async return(): Promise<IteratorResult<Message, undefined>> {
     this.#stopSource();
     return DONE;
+  }
+
+  /** The source failed: with its own error, or the one `sourceError` makes of it (which may take a round trip to decide). */
+  #failWith(err: unknown): never | Promise<never> {
+    if (this.#failed || this.#sourceError === undefined) return this.#fail(this.#failed ? this.#error : err);
+    const mapped = this.#sourceError(err);
+    if (!(mapped instanceof Promise)) return this.#fail(mapped);
+    this.#closed = true; // later reads wait for the same answer
+    this.#ending = mapped.then((error: unknown) => this.#fail(error));
+    return this.#ending as Promise<never>;
   }
 
   #fail(err: unknown): never {

@@ -304,8 +304,8 @@ export function jsonMessages(
         if (finished) pending = [];
         else if (chunk === null) {
           finished = true;
+          if (h2stream !== undefined) await halfClosed(h2stream); // before the end's check: a cancel mid-message is no malformed one
           const last = splitter.end();
-          if (h2stream !== undefined) await halfClosed(h2stream);
           pending = last ? [last] : [];
         } else {
           pending = splitter.push(chunk);
