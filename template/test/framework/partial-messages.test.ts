@@ -10,6 +10,8 @@ import { once } from "node:events";
 import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, type IncomingHttpHeaders } from "node:http2";
 import { connect as netConnect } from "node:net";
 import { afterEach, type TestContext, test } from "node:test";
+import WsClient from "ws";
+import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer } from "../../src/framework/testing/harness.js";
 import { FixtureService } from "../gen/fixture/v1/fixture_pb.js";
@@ -255,6 +257,41 @@ test(
       first.stream.close();
       await waitFor(() => (budget.held === 0 ? true : undefined));
     }
+  },
+);
+
+test(
+  "a WebSocket message trickled in fragments counts against MAX_PARTIAL_MESSAGE_BYTES: past it the call ends resource_exhausted, closed 1013",
+  { timeout: 30_000 },
+  async (t) => {
+    const { server, budget } = await httpPortWithBudget(t, 1024 * KIB);
+    const url = `${server.httpUrl.replace("http", "ws")}/${FixtureService.typeName}/Chat`;
+    /** A Chat call over WebSocket (the ws client: it sends fragments) that has sent `sent` bytes of a message's first fragment. */
+    const open = async (sent: number) => {
+      const ws = new WsClient(url, [WS_PROTOCOL]);
+      ws.on("error", () => {});
+      const frames: string[] = [];
+      ws.on("message", (data) => frames.push(String(data)));
+      const closed = once(ws, "close").then(([code]) => ({ code: code as number, frames }));
+      await once(ws, "open");
+      ws.send(`{"padding":"${"x".repeat(sent - 12)}`, { fin: false }); // an unknown field: skipped
+      return { ws, closed };
+    };
+    const first = await open(700 * KIB);
+
+    await waitFor(() => (budget.held === 700 * KIB ? true : undefined));
+    const second = await open(400 * KIB);
+    const refused = await second.closed;
+    assert.equal(refused.code, 1013, "closed: try again later");
+    assert.equal((JSON.parse(refused.frames.at(-1)!) as { error: { code: number } }).error.code, Code.RESOURCE_EXHAUSTED);
+    assert.equal(budget.held, 700 * KIB, "the refused call's bytes given back");
+    // The first call's message completes: its bytes are given back, and the call goes on.
+    first.ws.send(`","text":"a"}`, { fin: true });
+    first.ws.send("");
+    const done = await first.closed;
+    assert.equal(done.code, 1000, done.frames.at(-1));
+    assert.equal(done.frames.at(-1), '{"end":{}}');
+    assert.equal(budget.held, 0);
   },
 );
 

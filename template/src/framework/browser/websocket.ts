@@ -21,10 +21,12 @@ import { type HeaderPolicy, metadataFromHeaders } from "../gateway/metadata.js";
 import { decodeRequest } from "../gateway/request.js";
 import { Router } from "../gateway/router.js";
 import type { GatewayRoute } from "../gateway/routes.js";
+import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
 import { acceptUpgrades, refuseUpgrade } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
 import type { CorsPolicy } from "./cors.js";
 import { Keepalive, type Watched } from "./keepalive.js";
+import { HeldMessageBytes } from "./websocket-held.js";
 
 /**
  * The WebSocket subprotocol of a call, which a client offers (and the server selects) beside any
@@ -48,6 +50,8 @@ const QUEUE_LOW = 8;
 const CANCELLED = new GrpcError(Code.CANCELLED, "the client closed the WebSocket");
 /** How shutdown closes the sockets of the calls still open (they end with SHUTTING_DOWN, UNAVAILABLE). */
 const GOING_AWAY = 1001;
+/** How a call refused for the partial-message budget closes (RFC 6455 §7.4, IANA's registry). */
+const TRY_AGAIN_LATER = 1013;
 const LOST = new GrpcError(Code.CANCELLED, "the client stopped answering WebSocket pings");
 
 export interface WebSocketOptions {
@@ -58,6 +62,8 @@ export interface WebSocketOptions {
   headers: HeaderPolicy;
   /** Largest frame (GRPC_MAX_RECV_MSG_SIZE); a larger one closes the socket with 1009. */
   maxMessageBytes: number;
+  /** MAX_PARTIAL_MESSAGE_BYTES: what messages in progress may hold, with every other transport's. */
+  partialMessages?: PartialMessageBudget;
   log: Logger;
 }
 
@@ -103,6 +109,7 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     handleProtocols: (offered) => (offered.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
   });
   const server: ServerSide = { log: options.log, keepalive: new Keepalive(), open: new Set() };
+  const budget = options.partialMessages;
   app.addHook("onClose", async () => server.keepalive.stop());
   // The HTTP server waits for every socket before it closes: the calls still open end now, with
   // UNAVAILABLE and a going-away close, and the close then waits for their close handshakes (within
@@ -139,9 +146,20 @@ export function registerWebSockets(app: FastifyInstance, options: WebSocketOptio
     const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
     wss.handleUpgrade(req, socket, head, (ws) => {
       const path = (req.url ?? "/").split("?", 1)[0]!;
-      new StreamCall(ws, target, metadata, path, deadline, server).start();
+      const call = new StreamCall(ws, target, metadata, path, deadline, server);
+      if (budget?.enabled) call.held = HeldMessageBytes.watch(ws, socket, budget, () => call.refuse()) ?? uncounted(options.log);
+      call.start();
     });
   });
+}
+
+let warnedUncounted = false;
+
+/** This version of ws hides what a message in progress holds: WebSocket messages go uncounted, said once. */
+function uncounted(log: Logger): undefined {
+  if (!warnedUncounted) log.warn("ws internals changed: WebSocket messages in progress are not counted against MAX_PARTIAL_MESSAGE_BYTES");
+  warnedUncounted = true;
+  return undefined;
 }
 
 /** A copy of the route that reads only its URL: path variables, and the query for every other field. */
@@ -323,6 +341,8 @@ class StreamCall implements Watched {
   #started = false;
   #ended = false;
   #timer: NodeJS.Timeout | undefined;
+  /** What the socket holds of a message in progress, against MAX_PARTIAL_MESSAGE_BYTES (when counted). */
+  held: HeldMessageBytes | undefined;
 
   constructor(ws: WebSocket, target: Target, metadata: Metadata, path: string, deadline: number, server: ServerSide) {
     this.ws = ws;
@@ -346,6 +366,7 @@ class StreamCall implements Watched {
     ws.on("message", (data, isBinary) => this.#onFrame(data, isBinary));
     this.#server.open.add(this);
     ws.on("close", () => {
+      this.held?.release();
       this.#server.open.delete(this);
       this.#server.keepalive.unwatch(this);
       clearTimeout(this.#timer);
@@ -372,6 +393,11 @@ class StreamCall implements Watched {
     const closed = new Promise((resolve) => this.ws.once("close", resolve));
     this.#finish(SHUTTING_DOWN, GOING_AWAY);
     return closed;
+  }
+
+  /** Messages in progress hold MAX_PARTIAL_MESSAGE_BYTES: the call ends RESOURCE_EXHAUSTED, the socket closes "try again later". */
+  refuse(): void {
+    this.#finish(new GrpcError(Code.RESOURCE_EXHAUSTED, MESSAGES_HELD), TRY_AGAIN_LATER);
   }
 
   /** The keepalive found the socket gone: drop the connection; the close ends the call CANCELLED. */

@@ -267,7 +267,15 @@ export class App {
       partialMessages: this.partialMessages,
     });
     preflight.push(protocolMethods, gatewayMethods);
-    registerWebSockets(http, { methods, routes, cors, headers, maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE, log: this.log });
+    registerWebSockets(http, {
+      methods,
+      routes,
+      cors,
+      headers,
+      maxMessageBytes: config.GRPC_MAX_RECV_MSG_SIZE,
+      partialMessages: this.partialMessages,
+      log: this.log,
+    });
     let listening: number | undefined;
     const ops = {
       config,
