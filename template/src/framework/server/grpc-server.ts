@@ -8,6 +8,7 @@ import type { Config } from "../config/schema.js";
 import { rootLogger } from "../logging/logger.js";
 import type { CallKind, OverloadGuard } from "../overload/guard.js";
 import type { PartialMessageBudget } from "../overload/partial-messages.js";
+import { IdleConnections } from "./connection-idle.js";
 import type { OnConnectionRefused } from "./connection-refusals.js";
 import { type ConnectionAge, DRAINING, goAway, limitAge } from "./goaway.js";
 import { GATEWAY_PATH_KEY, grpcHandler, isGatewayHop } from "./grpc-adapter.js";
@@ -71,9 +72,12 @@ export function createGrpcServer({
     "grpc.keepalive_time_ms": GRPC_LIMITS.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": GRPC_LIMITS.keepaliveTimeoutMs,
     "grpc-node.max_session_memory": GRPC_LIMITS.maxSessionMemoryMb,
-    // The maximum age is not grpc-js's (see goaway.ts). Its idle timeout is: a client starting a call at that very
-    // moment is refused, which clients retry transparently. 0 leaves the option out: off.
-    "grpc.max_connection_idle_ms": millisOrUnset(config.GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS),
+    // Neither the maximum age nor the idle time is grpc-js's (goaway.ts, connection-idle.ts), unless its internals
+    // changed: then its own idle timeout (a client starting a call at that very moment is refused, which clients
+    // retry transparently). 0 leaves the option out: off.
+    "grpc.max_connection_idle_ms": canWrapHttp2Servers(Server.prototype)
+      ? undefined
+      : millisOrUnset(config.GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS),
     // Nothing serves channelz here; with it on, grpc-js counts every call and message for it (a tracker with
     // four closures per call, a Date.now() per message). Off only where stopGrpc can reset the connections
     // itself: grpc-js's forceShutdown finds them in its channelz bookkeeping alone.
@@ -99,6 +103,7 @@ export function createGrpcServer({
       permitWithoutCalls: config.GRPC_SERVER_KEEPALIVE_PERMIT_WITHOUT_CALLS,
     },
     overload,
+    idleMs: millisOrUnset(config.GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS),
     streams: new Set(methods.filter((m) => m.info.kind !== "unary").map((m) => m.info.path)),
     peers,
     guard: new ConnectionGuard({
@@ -149,6 +154,7 @@ function wrapHttp2Servers(
     age,
     keepalive,
     overload,
+    idleMs,
     streams,
     guard,
     peers,
@@ -156,6 +162,8 @@ function wrapHttp2Servers(
     age: ConnectionAge;
     keepalive: KeepalivePolicy;
     overload: OverloadGuard | undefined;
+    /** GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS in ms; undefined: off. */
+    idleMs: number | undefined;
     /** The paths of the streaming methods: long-lived calls, which overload protection governs less (guard.ts). */
     streams: ReadonlySet<string>;
     guard: ConnectionGuard;
@@ -174,14 +182,16 @@ function wrapHttp2Servers(
   const open = new Set<ServerHttp2Session>();
   connections.set(server, open);
   guards.set(server, guard);
+  const idle = idleMs === undefined ? undefined : new IdleConnections(idleMs, overload?.release);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
-    guardStreams(http2Server, overload, streams);
+    guardStreams(http2Server, overload, streams, idle);
     // After: the listener that routes by content type hands gRPC's streams to the guarded one.
     if (sharing) shareWithHttp(http2Server, sharing.others, sharing.onSession);
     guard.watch(http2Server);
     http2Server.on("session", (session: ServerHttp2Session) => {
       open.add(session);
+      idle?.watch(session);
       peers?.track(session);
       limitAge(session, age);
       enforceKeepalive(session, keepalive);
@@ -232,11 +242,17 @@ function shareWithHttp(http2Server: Http2Server, others: StreamListener, onSessi
  *    at once), and repeated `authorization` headers are joined (Node would keep only the first);
  *  - counts the call in flight from here (an idle stream that never sends its message counts too) until the
  *    stream closes, and refuses it with UNAVAILABLE when the process is overloaded, before grpc-js decodes
- *    anything (overload/guard.ts): a header lookup, an increment and a comparison per call.
+ *    anything (overload/guard.ts): a header lookup, an increment and a comparison per call;
+ *  - counts the call on its connection for the idle time (connection-idle.ts), with the same close listener.
  * If grpc-js ever registers its listener otherwise, the headers are guarded by a listener of our own in front
  * and overload is not checked on this port (a warning says so; the overload tests fail).
  */
-function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefined, streams: ReadonlySet<string>): void {
+function guardStreams(
+  http2Server: Http2Server,
+  overload: OverloadGuard | undefined,
+  streams: ReadonlySet<string>,
+  idle: IdleConnections | undefined,
+): void {
   const grpcListeners = http2Server.listeners("stream") as StreamListener[];
   const grpcListener = grpcListeners.length === 1 ? grpcListeners[0] : undefined;
   if (grpcListener === undefined) {
@@ -249,25 +265,24 @@ function guardStreams(http2Server: Http2Server, overload: OverloadGuard | undefi
     return;
   }
   http2Server.removeListener("stream", grpcListener);
-  if (overload === undefined) {
-    http2Server.on("stream", function guarded(this: Http2Server, stream, headers, flags, rawHeaders) {
-      clampGrpcTimeout(headers);
-      joinRepeatedAuthorization(headers, rawHeaders);
-      grpcListener.call(this, stream, headers, flags, rawHeaders);
-    } as StreamListener);
-    return;
-  }
-  const release = overload.release;
+  const release = overload?.release;
   http2Server.on("stream", function guarded(this: Http2Server, stream, headers, flags, rawHeaders) {
-    // The gateway's hop carries a call its HTTP side counted already: counted once, never refused here.
-    const hop = headers[GATEWAY_PATH_KEY];
-    if (hop === undefined || !isGatewayHop(hop)) {
-      if (++overload.inFlight > overload.limit && overload.refuse(callKind(headers, streams))) {
-        refuseOverloaded(stream);
-        return;
+    let counted = false;
+    if (overload !== undefined) {
+      // The gateway's hop carries a call its HTTP side counted already: counted once, never refused here.
+      const hop = headers[GATEWAY_PATH_KEY];
+      if (hop === undefined || !isGatewayHop(hop)) {
+        if (++overload.inFlight > overload.limit && overload.refuse(callKind(headers, streams))) {
+          refuseOverloaded(stream);
+          return;
+        }
+        counted = true;
       }
-      stream.on("close", release);
     }
+    // One close listener a stream, for whatever counts it: the connection's calls, the calls in flight.
+    const calls = idle?.opened(stream);
+    if (calls !== undefined) stream.on("close", counted ? calls.closedCounted : calls.closed);
+    else if (counted) stream.on("close", release!);
     clampGrpcTimeout(headers);
     joinRepeatedAuthorization(headers, rawHeaders);
     grpcListener.call(this, stream, headers, flags, rawHeaders);
