@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { constants as http2Constants, type Http2ServerRequest } from "node:http2";
+import type { Http2ServerRequest } from "node:http2";
 import type { Message } from "@bufbuild/protobuf";
 import {
   Code as ConnectCode,
@@ -29,7 +29,7 @@ import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
 import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
-import { afterRoundTrip } from "../server/half-close.js";
+import { endedByCancel } from "../server/half-close.js";
 import { liftRequestTimeout } from "../server/http-server.js";
 import type { BoundMethod } from "../server/methods.js";
 import { resetWhenAnswered } from "../server/unread-body.js";
@@ -91,8 +91,6 @@ class ProtocolCancellation implements CancelSource {
   }
 }
 
-const { NGHTTP2_NO_ERROR } = http2Constants;
-
 /**
  * Over HTTP/2, the end of a request stream is taken as the client's half-close only once a PING sent after it
  * has been answered: a Node client cancels with END_STREAM and then RST_STREAM, which can arrive apart (the gRPC
@@ -100,12 +98,11 @@ const { NGHTTP2_NO_ERROR } = http2Constants;
  * aborts the call.
  */
 function halfClosed(req: Http2ServerRequest, ctx: CallContext): Promise<void> {
-  const stream = req.stream;
-  return afterRoundTrip(stream.session).then(() => {
-    if (!req.aborted && !stream.destroyed && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR) return;
-    const cancelled = new GrpcError(Code.CANCELLED, "call cancelled");
-    ctx.abort(cancelled);
-    throw cancelled;
+  return endedByCancel(req.stream).then((cancelled) => {
+    if (!cancelled && !req.aborted) return;
+    const error = new GrpcError(Code.CANCELLED, "call cancelled");
+    ctx.abort(error);
+    throw error;
   });
 }
 

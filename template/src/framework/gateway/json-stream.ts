@@ -1,12 +1,12 @@
 import type { IncomingMessage } from "node:http";
-import { type Http2ServerRequest, type ServerHttp2Stream, constants as http2Constants } from "node:http2";
+import type { Http2ServerRequest } from "node:http2";
 import type { Readable } from "node:stream";
 import type { Message } from "@bufbuild/protobuf";
 import { Code, GrpcError } from "../call/status.js";
 import { MAX_JSON_DEPTH, TOO_DEEP } from "../codec/json-depth.js";
 import { MessageTooLargeError } from "../errors/http.js";
 import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
-import { afterRoundTrip } from "../server/half-close.js";
+import { endedByCancel } from "../server/half-close.js";
 import { utf8Text } from "../server/http-server.js";
 
 /**
@@ -216,21 +216,7 @@ export class JsonSplitter {
   }
 }
 
-const { NGHTTP2_NO_ERROR } = http2Constants;
-
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
-
-/**
- * Over HTTP/2 the end of the body is the client's half-close only once a PING sent after it has been answered:
- * a Node client cancels with END_STREAM and then RST_STREAM, which can arrive apart (half-close.ts). A reset
- * (or the connection's loss) seen by then fails the read with CANCELLED, so a handler never takes a cancelled upload for a whole one.
- */
-async function halfClosed(stream: ServerHttp2Stream): Promise<void> {
-  await afterRoundTrip(stream.session);
-  // Destroyed before the answer: the connection was lost with it.
-  if (stream.destroyed || (stream.rstCode ?? NGHTTP2_NO_ERROR) !== NGHTTP2_NO_ERROR)
-    throw new GrpcError(Code.CANCELLED, "the client cancelled the request stream");
-}
 
 /**
  * The messages of a streamed request body, decoded one by one as the call reads them. A chunk of the
@@ -304,7 +290,10 @@ export function jsonMessages(
         if (finished) pending = [];
         else if (chunk === null) {
           finished = true;
-          if (h2stream !== undefined) await halfClosed(h2stream); // before the end's check: a cancel mid-message is no malformed one
+          // Over HTTP/2 a Node client's cancel is END_STREAM then RST_STREAM, maybe apart (half-close.ts): checked
+          // before the end of the last message, since a cancel mid-message is no malformed message.
+          if (h2stream !== undefined && (await endedByCancel(h2stream)))
+            throw new GrpcError(Code.CANCELLED, "the client cancelled the request stream");
           const last = splitter.end();
           pending = last ? [last] : [];
         } else {

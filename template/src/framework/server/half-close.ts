@@ -1,4 +1,4 @@
-import type { Http2Session } from "node:http2";
+import { constants, type Http2Session, type Http2Stream } from "node:http2";
 
 /**
  * How long a half-close waits for the client's PING acknowledgement at most: a client that does not answer
@@ -76,4 +76,15 @@ function ping(session: Http2Session, rounds: Rounds): void {
 /** Two turns of the event loop: what a call without a known connection waits. */
 export function afterNextPoll(): Promise<void> {
   return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+}
+
+/**
+ * Whether a request stream whose input has ended was cancelled rather than half-closed: after the round trip
+ * (see afterRoundTrip), a reset or the connection's loss has shown if there was one. For the HTTP port's
+ * streams (Connect, gRPC-Web, NDJSON); the gRPC port asks grpc-js instead.
+ */
+export function endedByCancel(stream: Http2Stream): Promise<boolean> {
+  return afterRoundTrip(stream.session).then(
+    () => stream.destroyed || (stream.rstCode ?? constants.NGHTTP2_NO_ERROR) !== constants.NGHTTP2_NO_ERROR,
+  );
 }
