@@ -16,6 +16,7 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { statusOf } from "../../src/framework/testing/status.js";
 import { type EchoRequest, EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { FRAME, frame, PREFACE } from "./support/idle-streams.js";
 
 /** Long enough for a stuck wait to fail the test rather than hang the suite. */
 const TEST_TIMEOUT_MS = 60_000;
@@ -165,6 +166,38 @@ test(
       await relay.connections[0]!.closed;
     } finally {
       client.close();
+    }
+  },
+);
+
+test(
+  "a client that only pings and ignores the GOAWAY is idle all the same: its connection is closed",
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    // The ping policy off, so that only the idle check can end the connection.
+    const server = await start({ GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS: "0.3", GRPC_SERVER_KEEPALIVE_MIN_TIME_SECONDS: "0" });
+    // Raw frames: a Node client would close by itself on the GOAWAY.
+    const socket = connectTcp(Number(server.grpcAddress.slice(server.grpcAddress.lastIndexOf(":") + 1)), "127.0.0.1");
+    socket.on("error", () => {});
+    socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0))]));
+    const pinging = setInterval(() => socket.writable && socket.write(frame(FRAME.PING, 0, 0, Buffer.alloc(8))), 20);
+    const goaways: string[] = [];
+    let pending = Buffer.alloc(0);
+    socket.on("data", (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const length = pending.readUIntBE(0, 3);
+        // GOAWAY: last stream ID, error code, then the debug data.
+        if (pending[3] === FRAME.GOAWAY) goaways.push(pending.subarray(9 + 8, 9 + length).toString());
+        pending = pending.subarray(9 + length);
+      }
+    });
+    try {
+      await once(socket, "close");
+      assert.ok(goaways.includes("max_idle"), `GOAWAYs received: ${JSON.stringify(goaways)}`);
+    } finally {
+      clearInterval(pinging);
+      socket.destroy();
     }
   },
 );
