@@ -1,34 +1,47 @@
 // A/B of two builds of the framework's fixture service (bench/proto.ts) beside their bare reference, for hot-path work on a busy machine:
-// the servers are measured in interleaved rounds (ref, A, B, ref, A, B, …) and the medians printed, with
+// the servers are measured in interleaved rounds (ref, A, B, ref, B, A, …) and the medians printed, with
 // the server CPU time per request, which other load on the machine moves much less than req/s.
 //
 //   node --import tsx bench/build.ts dist-a        # the "before" build, e.g. on the previous commit
 //   node --import tsx bench/build.ts               # the "after" build, into dist-bench
-//   node --import tsx bench/ab.ts in-process|grpc|server|client|bidi|startup dist-a dist-bench [rounds=5] [seconds=5] [KEY=VALUE…]
+//   node --import tsx bench/ab.ts <target> dist-a dist-bench [rounds=5] [seconds=5] [KEY=VALUE…]
 //
-// in-process loads POST /api/v1/echo with wrk (reference: bare fastify); grpc loads Echo with h2load
-// (reference: bare grpc-js); server, client and bidi stream Countdown, Sum and Chat as make bench does
-// (bench/streams.ts; reference: bare grpc-js; "req/s" is then messages/s and CPU is per message); startup starts each build `rounds` times in turn: spawn → first 200 from
+// Targets, one for each throughput row of make bench: in-process loads POST /api/v1/echo with wrk (reference:
+// bare fastify); grpc loads Echo with h2load (reference: bare grpc-js); server, client and bidi stream Countdown,
+// Sum and Chat as make bench does (bench/streams.ts; reference: bare grpc-js; "req/s" is then messages/s and CPU
+// is per message); connect, grpc-web and connect-h2 are the browser rows, Echo over the HTTP port as Connect
+// JSON and gRPC-Web with wrk and as Connect JSON over h2c with h2load (reference: @connectrpc/connect-node);
+// startup starts each build `rounds` times in turn: spawn → first 200 from
 // /readycheck, the CPU time the process used to get there, and its RSS 2 s later. KEY=VALUE pairs go to
 // both builds' environment.
 // For grpc, two settings of ab.ts itself (its own environment): REF=loader takes the grpc-js + proto-loader
 // server (bench/servers/grpc-js-proto-loader.ts, the reference make bench holds the line against) as the
-// reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8;
+// reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8
+// (connect-h2 too);
 // FRESH=1 starts the two builds anew each round (see restartBuilds).
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import http2 from "node:http2";
 import path from "node:path";
+import { text } from "node:stream/consumers";
 import {
+  CONNECT_JSON_REQUEST,
   checkGrpc,
+  checkGrpcWeb,
   checkHttp,
   cleanup,
   cpuTime,
+  ECHO_PATH,
   exited,
   freePort,
+  GRPC_WEB_BODY,
   H2_SHAPES,
+  HTTP_BODY,
   type H2Shape,
   h2load,
   launch,
   loadavg,
+  MESSAGE,
   machine,
   median,
   pin,
@@ -47,8 +60,9 @@ import { closeStreamClients, type StreamKind, streamLoad } from "./streams.js";
 
 const [target = "", distA = "", distB = "", roundsArg, secondsArg, ...pairs] = process.argv.slice(2);
 const streams: readonly string[] = ["server", "client", "bidi"] satisfies StreamKind[];
-if (!["in-process", "grpc", ...streams, "startup"].includes(target) || !distA || !distB) {
-  throw new Error("usage: ab.ts in-process|grpc|server|client|bidi|startup <dist A> <dist B> [rounds] [seconds] [KEY=VALUE…]");
+const targets = ["in-process", "grpc", ...streams, "connect", "grpc-web", "connect-h2", "startup"];
+if (!targets.includes(target) || !distA || !distB) {
+  throw new Error(`usage: ab.ts ${targets.join("|")} <dist A> <dist B> [rounds] [seconds] [KEY=VALUE…]`);
 }
 const rounds = Number(roundsArg ?? 5);
 const seconds = Number(secondsArg ?? 5);
@@ -117,6 +131,73 @@ async function startup(): Promise<void> {
   }
 }
 
+/** What a target loads, against which reference, and how a server is checked before it is loaded. */
+interface Target {
+  ref: () => Promise<Server>;
+  /** Environment for the two builds besides the KEY=VALUE pairs. */
+  extra: Record<string, string>;
+  /** Loaded on the gRPC port; otherwise the HTTP port. */
+  onGrpcPort: boolean;
+  load: (s: Server, seconds: number) => Promise<Run>;
+  check: (s: Server) => Promise<void>;
+}
+
+/**
+ * in-process is the REST row (the gateway in process, as make bench's); the browser rows (connect, grpc-web,
+ * connect-h2) run the builds as make bench does, gateway and all, against @connectrpc/connect-node.
+ */
+function setup(target: string): Target {
+  if (streams.includes(target)) {
+    const stream = streamLoad(target as StreamKind);
+    return { ref: bareGrpc, extra: env, onGrpcPort: true, load: stream, check: checkGrpc };
+  }
+  const connectNode = (mode: "json" | "grpc") => () => startBench(`connect-node (${mode})`, "connect.ts", mode);
+  const overHttp = { extra: env, onGrpcPort: false };
+  switch (target) {
+    case "grpc":
+      return { ref: bareGrpc, extra: env, onGrpcPort: true, load: (s, t) => h2load(s, t, shape), check: checkGrpc };
+    case "in-process":
+      return {
+        ref: () => startBench("bare fastify", "fastify.ts"),
+        extra: { GATEWAY_MODE: "in-process", ...env },
+        onGrpcPort: false,
+        load: (s, t) => wrk(s, "/api/v1/echo", t),
+        check: (s) => checkHttp(s, "/api/v1/echo"),
+      };
+    case "connect":
+      return { ...overHttp, ref: connectNode("json"), load: (s, t) => wrk(s, ECHO_PATH, t), check: (s) => checkHttp(s, ECHO_PATH) };
+    case "grpc-web":
+      return { ...overHttp, ref: connectNode("json"), load: (s, t) => wrk(s, ECHO_PATH, t, GRPC_WEB_BODY), check: checkGrpcWeb };
+    case "connect-h2":
+      return {
+        ...overHttp,
+        ref: connectNode("grpc"),
+        load: (s, t) => h2load(s, t, shape, CONNECT_JSON_REQUEST),
+        check: checkConnectH2,
+      };
+    default:
+      throw new Error(`unknown target ${target}`);
+  }
+}
+
+/** One Connect JSON Echo over h2c answered 200 with the message back (connect-node's h2c server speaks no HTTP/1.1). */
+async function checkConnectH2(s: Server): Promise<void> {
+  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  try {
+    const req = session.request({ ":method": "POST", ":path": ECHO_PATH, "content-type": "application/json" });
+    req.end(HTTP_BODY);
+    const [[headers], body] = await Promise.all([once(req, "response"), text(req)]);
+    if (headers[":status"] !== 200 || JSON.parse(body).message !== MESSAGE)
+      throw new Error(`${s.name}: Connect Echo over h2c failed: HTTP ${headers[":status"]} ${body}`);
+  } finally {
+    session.close();
+  }
+}
+
+function bareGrpc(): Promise<Server> {
+  return loaderRef ? startBench("proto-loader", "grpc-js-proto-loader.ts") : startBench("bare grpc-js", "grpc-js.ts");
+}
+
 try {
   process.stderr.write(`${machine(pin()).join("\n")}\n`);
   if (target === "startup") {
@@ -124,21 +205,12 @@ try {
     await cleanup();
     process.exit();
   }
-  const stream = streams.includes(target) ? streamLoad(target as StreamKind) : undefined;
-  const grpc = target === "grpc" || stream !== undefined;
-  const extra = grpc ? env : { GATEWAY_MODE: "in-process", ...env };
-  const ref = !grpc
-    ? await startBench("bare fastify", "fastify.ts")
-    : loaderRef
-      ? await startBench("proto-loader", "grpc-js-proto-loader.ts")
-      : await startBench("bare grpc-js", "grpc-js.ts");
+  const { ref, extra, onGrpcPort, load, check } = setup(target);
   const start = async (dist: string) => {
     const s = await startService(dist, extra, path.join(dist, "main.js"));
-    return grpc ? s : { ...s, port: s.httpPort };
+    return onGrpcPort ? s : { ...s, port: s.httpPort };
   };
-  const servers: Server[] = [ref, await start(distA), await start(distB)];
-  const load = (s: Server, t: number): Promise<Run> => (stream ? stream(s, t) : grpc ? h2load(s, t, shape) : wrk(s, "/api/v1/echo", t));
-  const check = (s: Server): Promise<void> => (grpc ? checkGrpc(s) : checkHttp(s, "/api/v1/echo"));
+  const servers: Server[] = [await ref(), await start(distA), await start(distB)];
   for (const s of servers) await check(s);
   for (const s of servers) await load(s, WARMUP);
   // Keyed by position: with FRESH each round's servers are new processes.
@@ -146,17 +218,20 @@ try {
   for (let r = 0; r < rounds; r++) {
     if (fresh && r > 0) await restartBuilds(servers, start, check, load);
     const line: string[] = [];
-    for (const [i, s] of servers.entries()) {
+    // A before B in one round, B before A in the next: whatever the place in a round does to a server (the one
+    // just loaded still collecting its garbage, say) falls on both builds alike.
+    for (const i of r % 2 === 0 ? [0, 1, 2] : [0, 2, 1]) {
+      const s = servers[i]!;
       const run = await load(s, seconds);
       runs[i]!.push(run);
-      line.push(`${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs${run.errors ? ` ${run.errors} errors` : ""}`);
+      line[i] = `${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs${run.errors ? ` ${run.errors} errors` : ""}`;
     }
     process.stderr.write(`  round ${r + 1}: ${line.join(" | ")} (${loadavg()})\n`);
   }
   const refRps = median(runs[0]!.map((r) => r.rps));
   const refCpu = median(runs[0]!.map((r) => r.cpuUs));
   const refLeast = Math.min(...runs[0]!.map((r) => r.cpuUs));
-  const shapeNote = target === "grpc" ? ` (h2load -c${shape.clients} -m${shape.streams})` : "";
+  const shapeNote = target === "grpc" || target === "connect-h2" ? ` (h2load -c${shape.clients} -m${shape.streams})` : "";
   process.stdout.write(`\n${target}${shapeNote}, median of ${rounds} interleaved rounds of ${seconds} s; ${loadavg()} at the end\n`);
   for (const [i, s] of servers.entries()) {
     const rs = runs[i]!;
@@ -167,13 +242,18 @@ try {
     // minimum moves less than the median.
     const least = Math.min(...rs.map((r) => r.cpuUs));
     const ratios =
-      s === ref
+      i === 0
         ? ""
         : `  ${(rps / refRps).toFixed(2)}× req/s  ${(refCpu / cpu).toFixed(2)}× by CPU  ${(refLeast / least).toFixed(2)}× by least CPU`;
     process.stdout.write(
       `  ${s.name.padEnd(14)} ${String(Math.round(rps)).padStart(7)} req/s ${cpu.toFixed(1).padStart(7)} µs CPU/req (least ${least.toFixed(1)})  ${errors} errors${ratios}\n`,
     );
   }
+  // Each round's A and B ran a few seconds apart, so their ratio leaves out what moved the whole machine between rounds.
+  const [a, b] = [runs[1]!, runs[2]!];
+  const paired = median(a.map((r, k) => r.cpuUs / b[k]!.cpuUs));
+  const byMedian = median(a.map((r) => r.cpuUs)) / median(b.map((r) => r.cpuUs));
+  process.stdout.write(`  B ÷ A by CPU: ${byMedian.toFixed(3)}× (medians), ${paired.toFixed(3)}× (median of the rounds' ratios)\n`);
 } finally {
   closeStreamClients();
   await cleanup();

@@ -454,6 +454,22 @@ export interface H2Request {
 export const GRPC_REQUEST: H2Request = { body: GRPC_BODY, headers: ["content-type: application/grpc", "te: trailers"] };
 export const CONNECT_JSON_REQUEST: H2Request = { body: JSON_BODY, headers: ["content-type: application/json"] };
 
+/** One gRPC-Web call answered OK: a message frame, then the trailer frame with grpc-status 0. */
+export async function checkGrpcWeb(s: Server): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${s.port}${ECHO_PATH}`, {
+    method: "POST",
+    headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
+    body: readFileSync(GRPC_BODY),
+  });
+  const body = Buffer.from(await res.arrayBuffer());
+  const trailer = body.subarray(5 + body.readUInt32BE(1));
+  if (res.status !== 200 || trailer[0] !== 0x80 || !/grpc-status: ?0/.test(trailer.subarray(5).toString()))
+    throw new Error(`${s.name}: gRPC-Web Echo failed: HTTP ${res.status} ${body.toString("latin1")}`);
+}
+
+/** What wrk posts for gRPC-Web Echo. */
+export const GRPC_WEB_BODY: WrkBody = { file: GRPC_BODY, contentType: "application/grpc-web+proto", header: "X-Grpc-Web: 1" };
+
 export function h2loadArgs(port: number, shape: H2Shape = DEFAULT_SHAPE, request: H2Request = GRPC_REQUEST): string[] {
   return [
     ...["-c", String(shape.clients), "-m", String(shape.streams), "-t", "1", "-d", request.body],

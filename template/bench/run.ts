@@ -21,12 +21,14 @@ import {
   BENCH_DIST,
   CONNECT_JSON_REQUEST,
   checkGrpc,
+  checkGrpcWeb,
   checkHttp,
   cpuTime,
   ECHO_PATH,
   exited,
   freePort,
   GRPC_BODY,
+  GRPC_WEB_BODY,
   H2_SHAPES,
   HTTP_BODY,
   h2load,
@@ -277,19 +279,6 @@ async function sseGroup(): Promise<void> {
   await stop(ours.child);
 }
 
-/** One gRPC-Web call answered OK: a message frame, then the trailer frame with grpc-status 0. */
-async function checkGrpcWeb(s: Server): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${s.port}${ECHO_PATH}`, {
-    method: "POST",
-    headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
-    body: readFileSync(GRPC_BODY),
-  });
-  const body = Buffer.from(await res.arrayBuffer());
-  const trailer = body.subarray(5 + body.readUInt32BE(1));
-  if (res.status !== 200 || trailer[0] !== 0x80 || !/grpc-status: ?0/.test(trailer.subarray(5).toString()))
-    throw new Error(`${s.name}: gRPC-Web Echo failed: HTTP ${res.status} ${body.toString("latin1")}`);
-}
-
 /** The browser protocols on the HTTP port against @connectrpc/connect-node serving the same ones. */
 async function browserGroup(): Promise<void> {
   const service = await startService("ours: gRPC-Web and Connect on the HTTP port");
@@ -299,9 +288,8 @@ async function browserGroup(): Promise<void> {
     await checkHttp(s, ECHO_PATH);
     await checkGrpcWeb(s);
   }
-  const grpcWeb = { file: GRPC_BODY, contentType: "application/grpc-web+proto", header: "X-Grpc-Web: 1" };
   const connect = await measure([ours, peer], (s, seconds) => wrk(s, ECHO_PATH, seconds));
-  const web = await measure([ours, peer], (s, seconds) => wrk(s, ECHO_PATH, seconds, grpcWeb));
+  const web = await measure([ours, peer], (s, seconds) => wrk(s, ECHO_PATH, seconds, GRPC_WEB_BODY));
   section(`Connect JSON unary POST ${ECHO_PATH} (application/json) — wrk ${wrkArgs(0, "", 0).slice(0, 4).join(" ")}`);
   measuredRow("@connectrpc/connect-node, Connect JSON (peer)", connect.get(peer)!);
   measuredRow("ours, Connect JSON through the full chain ÷ connect-node", connect.get(ours)!, { m: connect.get(peer)!, target: 1.0 });
