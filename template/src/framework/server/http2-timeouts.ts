@@ -59,7 +59,9 @@ export class Http2Timeouts {
     this.#requests = new TimeoutBuckets({
       timeoutMs: Math.max(limits.requestMs, limits.headersMs),
       slices: 10,
-      settled: (res) => res.stream.closed || res.stream.destroyed,
+      // Dropped once its body is in or its route lifted the limit, not only once closed (as in grpc-connections.ts:
+      // requests in flight counted as waiting keep as many closed ones).
+      settled: (res) => res.req.complete || (res.stream as Stream)[LIFTED] === true,
       expire: expireRequest,
     });
     this.#sweepMs = Math.min(1000, Math.max(10, limits.headersMs / 10));

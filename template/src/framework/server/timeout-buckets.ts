@@ -11,7 +11,7 @@ export interface TimeoutBucketsOptions<T> {
   timeoutMs: number;
   /** Sweeps per timeout: more is closer to the timeout, at one wake-up per slice while items wait. */
   slices: number;
-  /** Whether an item needs no look any more (closed): such items are dropped as the newest bucket grows. */
+  /** Whether an item needs no look any more (closed, or no longer what the look ends): dropped as the newest bucket grows. */
   settled: (item: T) => boolean;
   /** Looks at an item whose time is up; true if it ended it. */
   expire: (item: T) => boolean;
