@@ -108,6 +108,11 @@ export class ConnectionGuard {
     });
   }
 
+  /** Calls the first-message check holds (waiting, or settled and not yet dropped). */
+  get held(): number {
+    return this.#waiting?.size ?? 0;
+  }
+
   /** Stops the sweep (the server is stopping); the streams still held are the shutdown's to end. */
   close(): void {
     this.#waiting?.close();
