@@ -69,8 +69,7 @@ export class ConnectionGuard {
         slices: 2,
         // Dropped once its message is in, not only once closed: under load most calls are in flight with their
         // message in, and while they counted as waiting, compaction kept about as many closed streams (and their
-        // calls) again, past young-generation collections: +30 k instructions a call at h2load -c16 -m8
-        // (BENCHMARKS.md, session 14).
+        // calls) again, past young-generation collections: +30 k instructions a call at h2load -c16 -m8.
         settled: (stream) => !awaitsFirstMessage(stream),
         expire: endIfIdle,
         onExpired: (calls) =>
