@@ -16,7 +16,7 @@ import { startTestServer, type TestServer } from "../../src/framework/testing/ha
 import { statusOf } from "../../src/framework/testing/status.js";
 import { type EchoRequest, EchoRequestSchema, FixtureService } from "../gen/fixture/v1/fixture_pb.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
-import { FRAME, frame, PREFACE } from "./support/idle-streams.js";
+import { FRAME, frame, PREFACE, readFrames } from "./support/idle-streams.js";
 
 /** Long enough for a stuck wait to fail the test rather than hang the suite. */
 const TEST_TIMEOUT_MS = 60_000;
@@ -182,16 +182,8 @@ test(
     socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0))]));
     const pinging = setInterval(() => socket.writable && socket.write(frame(FRAME.PING, 0, 0, Buffer.alloc(8))), 20);
     const goaways: string[] = [];
-    let pending = Buffer.alloc(0);
-    socket.on("data", (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
-        const length = pending.readUIntBE(0, 3);
-        // GOAWAY: last stream ID, error code, then the debug data.
-        if (pending[3] === FRAME.GOAWAY) goaways.push(pending.subarray(9 + 8, 9 + length).toString());
-        pending = pending.subarray(9 + length);
-      }
-    });
+    // GOAWAY: last stream ID, error code, then the debug data.
+    readFrames(socket, ({ type, payload }) => type === FRAME.GOAWAY && goaways.push(payload.subarray(8).toString()));
     try {
       await once(socket, "close");
       assert.ok(goaways.includes("max_idle"), `GOAWAYs received: ${JSON.stringify(goaways)}`);

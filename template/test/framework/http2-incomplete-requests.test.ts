@@ -17,6 +17,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "../../src/framework/index.js";
 import { startTestServer, type TestServer } from "../../src/framework/testing/harness.js";
 import { fixtureService } from "./fixtures/fixture-service.js";
+import { readFrames } from "./support/idle-streams.js";
 import { handled } from "./support/metrics.js";
 
 const SCALE = 50;
@@ -206,14 +207,9 @@ function rawHttp2(port: number) {
   };
   const seen: { type: number; flags: number; id: number }[] = [];
   const waiters: (() => void)[] = [];
-  let pending = Buffer.alloc(0);
-  socket.on("data", (chunk: Buffer) => {
-    pending = Buffer.concat([pending, chunk]);
-    while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
-      const length = pending.readUIntBE(0, 3);
-      seen.push({ type: pending[3]!, flags: pending[4]!, id: pending.readUInt32BE(5) & 0x7fffffff });
-      pending = pending.subarray(9 + length);
-    }
+  readFrames(socket, ({ type, flags, streamId }) => seen.push({ type, flags, id: streamId }));
+  // After the frames of a read are seen.
+  socket.on("data", () => {
     for (const w of waiters.splice(0)) w();
   });
   const until = (match: (f: { type: number; flags: number; id: number }) => boolean) =>

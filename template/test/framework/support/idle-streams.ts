@@ -51,6 +51,29 @@ export function frame(type: number, flags: number, streamId: number, payload: Bu
   return Buffer.concat([head, payload]);
 }
 
+/** A frame as a raw client reads it. */
+export interface Frame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Buffer;
+}
+
+/** Calls `onFrame` for each whole frame the server sends on `socket`, however its bytes are split across reads. */
+export function readFrames(socket: Socket, onFrame: (f: Frame) => void): void {
+  let pending: Buffer = Buffer.alloc(0);
+  socket.on("data", (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    while (pending.length >= 9) {
+      const length = pending.readUIntBE(0, 3);
+      if (pending.length < 9 + length) break;
+      const payload = pending.subarray(9, 9 + length);
+      onFrame({ type: pending[3]!, flags: pending[4]!, streamId: pending.readUInt32BE(5) & 0x7fffffff, payload });
+      pending = pending.subarray(9 + length);
+    }
+  });
+}
+
 /** HPACK "literal header field without indexing, new name", no Huffman (RFC 7541 §6.2.2); short strings only. */
 export function hpack(headers: [string, string][]): Buffer {
   const parts: Buffer[] = [];
@@ -93,26 +116,17 @@ export async function holdRaw(port: number, connections: number, streams: number
       counts.closed++;
       changed();
     });
-    let pending: Buffer = Buffer.alloc(0);
-    socket.on("data", (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= 9) {
-        const length = pending.readUIntBE(0, 3);
-        if (pending.length < 9 + length) break;
-        const type = pending[3];
-        const flags = pending[4]!;
-        const payload = pending.subarray(9, 9 + length);
-        if (type === FRAME.SETTINGS && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0)));
-        else if (type === FRAME.PING && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.PING, FLAG.ACK, 0, payload));
-        else if (type === FRAME.HEADERS && (flags & FLAG.END_STREAM) !== 0) counts.ended++;
-        else if (type === FRAME.RST_STREAM) {
-          if (payload.readUInt32BE(0) === 7) counts.refused++;
-          else counts.resets++;
-        } else if (type === FRAME.GOAWAY) counts.goaways++;
-        pending = pending.subarray(9 + length);
-      }
-      changed();
+    readFrames(socket, ({ type, flags, payload }) => {
+      if (type === FRAME.SETTINGS && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0)));
+      else if (type === FRAME.PING && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.PING, FLAG.ACK, 0, payload));
+      else if (type === FRAME.HEADERS && (flags & FLAG.END_STREAM) !== 0) counts.ended++;
+      else if (type === FRAME.RST_STREAM) {
+        if (payload.readUInt32BE(0) === 7) counts.refused++;
+        else counts.resets++;
+      } else if (type === FRAME.GOAWAY) counts.goaways++;
     });
+    // After the frames of a read are counted.
+    socket.on("data", changed);
     const frames: Buffer[] = [PREFACE, frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0))];
     for (let i = 0; i < streams; i++) frames.push(frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, block));
     written.push(new Promise((resolve) => socket.write(Buffer.concat(frames), () => resolve())));

@@ -5,7 +5,7 @@
  * run out. It counts the GOAWAYs (by error code) and the connections the server closed.
  */
 import { connect } from "node:net";
-import { FLAG, FRAME, frame, HEALTH_CHECK_PATH, hpack, PREFACE } from "./idle-streams.js";
+import { FLAG, FRAME, frame, HEALTH_CHECK_PATH, hpack, PREFACE, readFrames } from "./idle-streams.js";
 
 export interface WaveCounts {
   /** Streams written (HEADERS + RST_STREAM pairs) before the server closed the connection or they ran out. */
@@ -47,23 +47,15 @@ export function resetFlood(port: number, streams: number, counts: WaveCounts, ht
     const cancel = Buffer.alloc(4);
     cancel.writeUInt32BE(8); // CANCEL
     let closed = false;
-    let pending = Buffer.alloc(0);
     socket.on("error", () => {});
-    socket.on("data", (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 9) {
-        const length = pending.readUIntBE(0, 3);
-        if (pending.length < 9 + length) break;
-        const [type, flags] = [pending[3], pending[4]!];
-        if (type === FRAME.SETTINGS && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0)));
-        else if (type === FRAME.PING && (flags & FLAG.ACK) === 0)
-          socket.write(frame(FRAME.PING, FLAG.ACK, 0, pending.subarray(9, 9 + length)));
-        else if (type === FRAME.HEADERS) counts.answered++;
-        else if (type === FRAME.GOAWAY) {
-          const code = String(pending.readUInt32BE(13));
-          counts.goaways[code] = (counts.goaways[code] ?? 0) + 1;
-        }
-        pending = pending.subarray(9 + length);
+    readFrames(socket, ({ type, flags, payload }) => {
+      if (type === FRAME.SETTINGS && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0)));
+      else if (type === FRAME.PING && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.PING, FLAG.ACK, 0, payload));
+      else if (type === FRAME.HEADERS) counts.answered++;
+      else if (type === FRAME.GOAWAY) {
+        // After the last stream ID: the error code.
+        const code = String(payload.readUInt32BE(4));
+        counts.goaways[code] = (counts.goaways[code] ?? 0) + 1;
       }
     });
     socket.on("close", () => {
