@@ -81,6 +81,11 @@ export class Http2Timeouts {
     }
   }
 
+  /** Requests the request timeout holds (waiting, or settled and not yet dropped). */
+  get held(): number {
+    return this.#requests.size;
+  }
+
   /** Checks a session for a header block that never ends, while it is open. */
   watch(session: ServerHttp2Session): void {
     this.#sessions.add(session);
