@@ -19,13 +19,11 @@
 // reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8
 // (connect-h2 too);
 // FRESH=1 starts the two builds anew each round (see restartBuilds).
-import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import http2 from "node:http2";
 import path from "node:path";
-import { text } from "node:stream/consumers";
 import {
   CONNECT_JSON_REQUEST,
+  checkConnectH2,
   checkGrpc,
   checkGrpcWeb,
   checkHttp,
@@ -177,20 +175,6 @@ function setup(target: string): Target {
       };
     default:
       throw new Error(`unknown target ${target}`);
-  }
-}
-
-/** One Connect JSON Echo over h2c answered 200 with the message back (connect-node's h2c server speaks no HTTP/1.1). */
-async function checkConnectH2(s: Server): Promise<void> {
-  const session = http2.connect(`http://127.0.0.1:${s.port}`);
-  try {
-    const req = session.request({ ":method": "POST", ":path": ECHO_PATH, "content-type": "application/json" });
-    req.end(HTTP_BODY);
-    const [[headers], body] = await Promise.all([once(req, "response"), text(req)]);
-    if (headers[":status"] !== 200 || JSON.parse(body).message !== MESSAGE)
-      throw new Error(`${s.name}: Connect Echo over h2c failed: HTTP ${headers[":status"]} ${body}`);
-  } finally {
-    session.close();
   }
 }
 

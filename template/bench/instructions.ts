@@ -3,10 +3,12 @@
 // busy one. The service runs under callgrind (30-100× slower), gets a warm-up, then its counters are
 // zeroed, N requests are sent, and the count is dumped and divided by N.
 //
-//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js|grpc-js-proto-loader [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js|grpc-js-proto-loader|connect-h2 [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
 //
 // http: POST /api/v1/echo to the service (GATEWAY_MODE=in-process unless given); fastify: the same to
 // the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
+// connect-h2: Connect JSON Echo over h2c to the service's HTTP port, gateway as configured, by h2load as in
+// `make bench`'s Connect over HTTP/2 row.
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
 // (bench/servers/grpc-js.ts); grpc-js-proto-loader: the grpc-js + proto-loader reference
 // (bench/servers/grpc-js-proto-loader.ts). Sent by h2load as in `make bench` (16 connections × 8 streams; SHAPE=CxM
@@ -25,16 +27,32 @@ import { copyFileSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { BENCH_DIST, baseEnv, checkGrpc, freePort, HTTP_BODY, h2loadArgs, probe, ROOT, run, sleep } from "./lib.js";
+import {
+  BENCH_DIST,
+  baseEnv,
+  CONNECT_JSON_REQUEST,
+  checkConnectH2,
+  checkGrpc,
+  freePort,
+  GRPC_REQUEST,
+  HTTP_BODY,
+  h2loadArgs,
+  probe,
+  ROOT,
+  run,
+  sleep,
+} from "./lib.js";
 
 const [target = "", dist = BENCH_DIST, nArg, warmArg, ...pairs] = process.argv.slice(2);
 if (target === "startup") await startup();
-const targets = ["http", "fastify", "grpc", "grpc-js", "grpc-js-proto-loader"];
+const targets = ["http", "fastify", "grpc", "grpc-js", "grpc-js-proto-loader", "connect-h2"];
 if (!targets.includes(target))
   throw new Error(
-    "usage: instructions.ts http|fastify|grpc|grpc-js|grpc-js-proto-loader [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]",
+    `usage: instructions.ts ${targets.join("|")} [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]`,
   );
-const grpc = target === "grpc" || target.startsWith("grpc-js");
+/** Sent by h2load: gRPC calls, or Connect JSON over h2c. */
+const h2 = target === "grpc" || target.startsWith("grpc-js") || target === "connect-h2";
+const h2Request = target === "connect-h2" ? CONNECT_JSON_REQUEST : GRPC_REQUEST;
 /** The bare references run from source and report over IPC. */
 const reference = target === "fastify" || target.startsWith("grpc-js");
 /**
@@ -54,9 +72,11 @@ const args = reference ? ["--import", "tsx", path.join("bench", "servers", `${ta
 const serverEnv =
   target === "http"
     ? { GATEWAY_MODE: "in-process", GRPC_PORT: String(await freePort()), HTTP_PORT: String(port), ...env }
-    : target === "grpc"
-      ? { GRPC_PORT: String(port), HTTP_PORT: String(await freePort()), ...env }
-      : { PORT: String(port), ...env };
+    : target === "connect-h2"
+      ? { GRPC_PORT: String(await freePort()), HTTP_PORT: String(port), ...env }
+      : target === "grpc"
+        ? { GRPC_PORT: String(port), HTTP_PORT: String(await freePort()), ...env }
+        : { PORT: String(port), ...env };
 const child = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...args], {
   cwd: ROOT,
   env: baseEnv(serverEnv),
@@ -77,14 +97,14 @@ function post(): Promise<number> {
     req.end(HTTP_BODY);
   });
 }
-/** gRPC: `n` Echo calls by h2load, which fails on a non-200 (grpc-status is checked by the service's own tests). */
-async function sendGrpc(n: number): Promise<void> {
-  const out = await run("h2load", ["-n", String(n), ...h2loadArgs(port, shape)]);
+/** `n` Echo calls by h2load, which fails on a non-200 (grpc-status is checked once before measuring). */
+async function sendH2(n: number): Promise<void> {
+  const out = await run("h2load", ["-n", String(n), ...h2loadArgs(port, shape, h2Request)]);
   const m = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded/.exec(out);
   if (Number(m?.[1]) !== n) throw new Error(`h2load: not every call succeeded:\n${out}`);
 }
 async function send(n: number): Promise<void> {
-  if (grpc) return sendGrpc(n);
+  if (h2) return sendH2(n);
   let next = 0;
   const worker = async () => {
     while (next++ < n) {
@@ -99,7 +119,7 @@ try {
   for (;;) {
     if (child.exitCode !== null) throw new Error("the server exited");
     if (
-      await (grpc ? sendGrpc(128) : post()).then(
+      await (h2 ? sendH2(128) : post()).then(
         (s) => s === undefined || s === 200,
         () => false,
       )
@@ -108,7 +128,8 @@ try {
     await sleep(500);
   }
   // h2load sees HTTP 200 only: one checked call first, so a build that answers UNIMPLEMENTED is not measured.
-  if (grpc) await checkGrpc({ name: reference ? target : dist, port });
+  if (target === "connect-h2") await checkConnectH2({ name: dist, port });
+  else if (h2) await checkGrpc({ name: reference ? target : dist, port });
   await send(WARM);
   execFileSync("callgrind_control", ["-z", String(child.pid)], { stdio: "ignore" });
   await send(N);

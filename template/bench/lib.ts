@@ -3,11 +3,14 @@
 // their parsing. Used by run.ts (`make bench`), soak.ts, ab.ts, profile.ts and the other bench scripts.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import http2 from "node:http2";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { text } from "node:stream/consumers";
 import { fileURLToPath } from "node:url";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata, status } from "@grpc/grpc-js";
@@ -465,6 +468,20 @@ export async function checkGrpcWeb(s: Server): Promise<void> {
   const trailer = body.subarray(5 + body.readUInt32BE(1));
   if (res.status !== 200 || trailer[0] !== 0x80 || !/grpc-status: ?0/.test(trailer.subarray(5).toString()))
     throw new Error(`${s.name}: gRPC-Web Echo failed: HTTP ${res.status} ${body.toString("latin1")}`);
+}
+
+/** One Connect JSON Echo over h2c answered 200 with the message back (connect-node's h2c server speaks no HTTP/1.1). */
+export async function checkConnectH2(s: Pick<Server, "name" | "port">): Promise<void> {
+  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  try {
+    const req = session.request({ ":method": "POST", ":path": ECHO_PATH, "content-type": "application/json" });
+    req.end(HTTP_BODY);
+    const [[headers], body] = await Promise.all([once(req, "response"), text(req)]);
+    if (headers[":status"] !== 200 || JSON.parse(body).message !== MESSAGE)
+      throw new Error(`${s.name}: Connect Echo over h2c failed: HTTP ${headers[":status"]} ${body}`);
+  } finally {
+    session.close();
+  }
 }
 
 /** What wrk posts for gRPC-Web Echo. */
