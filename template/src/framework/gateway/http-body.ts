@@ -88,7 +88,9 @@ export function sendRawResponse(reply: FastifyReply, route: GatewayRoute, messag
  * Ends an HttpBody stream that failed after its headers went out. grpc-gateway appends an
  * `{"error":…}` line, which would corrupt a binary body; here the connection closes without the
  * last chunk instead, so a client sees a truncated body (an error), never a complete-looking file.
- * What was written before still arrives: the socket ends after flushing, then is destroyed.
+ * What was written before still arrives: the response's own buffer goes to the socket first (Node 24.22 corks
+ * a response on its first write until the next tick, so the writes of this turn are still in it), the socket
+ * ends after flushing, then is destroyed.
  */
 export function abortRawStream(raw: ServerResponse): void {
   const socket = raw.socket;
@@ -96,6 +98,7 @@ export function abortRawStream(raw: ServerResponse): void {
     raw.destroy();
     return;
   }
+  while (raw.writableCorked > 0) raw.uncork();
   socket.once("finish", () => socket.destroy());
   socket.end();
 }
