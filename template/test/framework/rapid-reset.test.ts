@@ -2,7 +2,7 @@
  * Rapid reset (CVE-2023-44487): connections that open streams and reset them at once, on the gRPC port and on
  * the HTTP port (h2c), are cut by the server (nghttp2's reset limit: GOAWAY), and under the Deployment's Node
  * options the memory the floods grow comes back near its baseline. Without a cap on V8's young generation it grew
- * to 128 MB in the first waves and stayed (RSS +120-150 MB for good: BENCHMARKS.md); capped (`--max-semi-space-size`
+ * to 128 MB in the first waves and stayed (RSS +120-150 MB for good, measured); capped (`--max-semi-space-size`
  * in deploy/k8s/deployment.yaml) it stays at 2 x 16 MB. The fixture service as a process, a raw client
  * (support/rapid-reset.ts) on loopback, 4 waves of 8 connections.
  */

@@ -6,7 +6,7 @@
  *   A's client metrics show attempts, retries and local rejections.
  * - B as three replicas behind one name (a private /etc/hosts in a mount namespace: 127.0.0.2–4, one port):
  *   round_robin over dns:/// spreads A's calls over them, and hedging Echo (NO_SIDE_EFFECTS) cuts A's p99 when
- *   the first replica is slow. The figures are printed (BENCHMARKS.md has them).
+ *   the first replica is slow. The figures are printed.
  * Needs root for the mount namespace (CI runs as root), or passwordless sudo.
  */
 import assert from "node:assert/strict";
