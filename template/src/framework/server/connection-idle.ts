@@ -22,7 +22,7 @@ type Watched = ServerHttp2Session & { [CALLS]?: ConnectionCalls };
  * GRPC_SERVER_MAX_CONNECTION_IDLE_SECONDS, in place of grpc-js's own (`grpc.max_connection_idle_ms`). That one puts a
  * `once('close')` on every stream and, each time a connection runs out of calls (every call, one at a time), reads
  * the clock, refreshes a timer and builds a trace string with tracing off: 10 k instructions a call
- * (BENCHMARKS.md, session 13). It also closes the connection at once, refusing a call the client is sending. Here
+ * (counted by callgrind). It also closes the connection at once, refusing a call the client is sending. Here
  * the connection's calls are counted by the one close listener a stream gets anyway (it also releases overload
  * protection's count), with no clock, and a timer per connection looks every half idle time: two looks in a row
  * that find no call open and none opened or closed between them send grpc-go's two-step GOAWAY (goaway.ts), so a
