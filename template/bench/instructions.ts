@@ -69,14 +69,15 @@ const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.s
 const port = await freePort();
 const out = path.join(os.tmpdir(), `callgrind-${process.pid}.out`);
 const args = reference ? ["--import", "tsx", path.join("bench", "servers", `${target}.ts`)] : [path.join(dist, "main.js")];
-const serverEnv =
-  target === "http"
-    ? { GATEWAY_MODE: "in-process", GRPC_PORT: String(await freePort()), HTTP_PORT: String(port), ...env }
-    : target === "connect-h2"
-      ? { GRPC_PORT: String(await freePort()), HTTP_PORT: String(port), ...env }
-      : target === "grpc"
-        ? { GRPC_PORT: String(port), HTTP_PORT: String(await freePort()), ...env }
-        : { PORT: String(port), ...env };
+// The service is loaded on its gRPC port (grpc) or its HTTP port (http, connect-h2); the references on PORT.
+const serverEnv = reference
+  ? { PORT: String(port), ...env }
+  : {
+      ...(target === "http" ? { GATEWAY_MODE: "in-process" } : {}),
+      GRPC_PORT: String(target === "grpc" ? port : await freePort()),
+      HTTP_PORT: String(target === "grpc" ? await freePort() : port),
+      ...env,
+    };
 const child = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...args], {
   cwd: ROOT,
   env: baseEnv(serverEnv),
