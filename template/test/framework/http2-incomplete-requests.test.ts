@@ -188,6 +188,30 @@ describe(`incomplete HTTP/2 requests on the HTTP port, the limits at 1/${SCALE}`
       }
     },
   );
+
+  test(
+    "a quiet connection is asked once whether a header block is in progress, and stays once it answers",
+    {
+      timeout: 20_000,
+    },
+    async () => {
+      const quiet = http2Connect(server.httpUrl);
+      quiet.on("error", () => {});
+      try {
+        assert.equal((await outcome(quiet.request({ ":path": "/healthcheck" }))).status, 200);
+        let pings = 0;
+        quiet.on("ping", () => pings++);
+        await once(quiet, "ping"); // a header timeout after its newest stream began
+        // Many header timeouts and a whole answer window (1 s at least) later: not asked again for that stream.
+        await sleep(1500);
+        assert.equal(pings, 1);
+        assert.equal((await outcome(quiet.request({ ":path": "/healthcheck" }))).status, 200);
+        assert.equal(quiet.closed || quiet.destroyed, false);
+      } finally {
+        quiet.destroy();
+      }
+    },
+  );
 });
 
 const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6 } as const;
