@@ -18,7 +18,8 @@
 // server (bench/servers/grpc-js-proto-loader.ts, the reference make bench holds the line against) as the
 // reference instead of bare grpc-js with protobuf-es; SHAPE=4x32 loads with h2load -c4 -m32 instead of -c16 -m8
 // (connect-h2 too);
-// FRESH=1 starts the two builds anew each round (see restartBuilds).
+// FRESH=1 starts the two builds anew each round (see restartBuilds); each build's rounds are then also told apart
+// by its process's GC state (see PROMOTING_MAJOR_GCS_PER_S).
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
@@ -91,6 +92,15 @@ async function restartBuilds(
   }
   for (const i of [1, 2]) await load(servers[i]!, WARMUP);
 }
+
+/**
+ * Old-generation collections a second above which a round counts as in the promoting GC state: a node:http2
+ * server lands in one of two for its whole life, with ~0 mark-compacts under load or with 2 or more a second and
+ * 10–20 % more CPU a call (Node's per-session Map of streams promotes each stream once its table is old), so
+ * the two builds are compared within a state, not across.
+ */
+const PROMOTING_MAJOR_GCS_PER_S = 0.5;
+type GcState = "low" | "promoting";
 
 /** One start of a build: wall ms to ready, CPU ms used by then, RSS in MB 2 s later. */
 async function startOnce(dist: string): Promise<[number, number, number]> {
@@ -199,6 +209,7 @@ try {
   for (const s of servers) await load(s, WARMUP);
   // Keyed by position: with FRESH each round's servers are new processes.
   const runs: Run[][] = servers.map(() => []);
+  const states: (GcState | undefined)[][] = servers.map(() => []);
   for (let r = 0; r < rounds; r++) {
     if (fresh && r > 0) await restartBuilds(servers, start, check, load);
     const line: string[] = [];
@@ -206,9 +217,19 @@ try {
     // just loaded still collecting its garbage, say) falls on both builds alike.
     for (const i of r % 2 === 0 ? [0, 1, 2] : [0, 2, 1]) {
       const s = servers[i]!;
+      const gcsBefore = await s.majorGcs?.();
       const run = await load(s, seconds);
+      const gcsAfter = await s.majorGcs?.();
+      const state: GcState | undefined =
+        gcsBefore === undefined || gcsAfter === undefined
+          ? undefined
+          : (gcsAfter - gcsBefore) / seconds >= PROMOTING_MAJOR_GCS_PER_S
+            ? "promoting"
+            : "low";
       runs[i]!.push(run);
-      line[i] = `${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs${run.errors ? ` ${run.errors} errors` : ""}`;
+      states[i]!.push(state);
+      line[i] =
+        `${s.name} ${Math.round(run.rps)} req/s ${Math.round(run.cpuUs)} µs${state ? ` ${state}` : ""}${run.errors ? ` ${run.errors} errors` : ""}`;
     }
     process.stderr.write(`  round ${r + 1}: ${line.join(" | ")} (${loadavg()})\n`);
   }
@@ -238,6 +259,15 @@ try {
   const paired = median(a.map((r, k) => r.cpuUs / b[k]!.cpuUs));
   const byMedian = median(a.map((r) => r.cpuUs)) / median(b.map((r) => r.cpuUs));
   process.stdout.write(`  B ÷ A by CPU: ${byMedian.toFixed(3)}× (medians), ${paired.toFixed(3)}× (median of the rounds' ratios)\n`);
+  // Within one GC state: with FRESH each round's processes may land in either, and a state moves CPU more than a
+  // build does; so the rounds in which both builds were in the same one, paired.
+  for (const state of ["low", "promoting"] satisfies GcState[]) {
+    const same = a.flatMap((r, k) => (states[1]![k] === state && states[2]![k] === state ? [r.cpuUs / b[k]!.cpuUs] : []));
+    if (same.length === 0) continue;
+    process.stdout.write(
+      `  B ÷ A by CPU, both in the ${state} GC state: ${median(same).toFixed(3)}× (median of ${same.length} rounds' ratios)\n`,
+    );
+  }
 } finally {
   closeStreamClients();
   await cleanup();

@@ -211,6 +211,8 @@ export interface Server {
   counts(): Promise<Counts | undefined>;
   /** For the service: what its `ready` log line said. */
   ready?: Record<string, unknown>;
+  /** For the service: the old-generation collections (mark-compact) its process has run, from its /metrics. */
+  majorGcs?(): Promise<number | undefined>;
 }
 
 export function freePort(): Promise<number> {
@@ -303,7 +305,12 @@ export async function startService(
     }
     return c;
   };
-  return { name, child, port: grpcPort, httpPort, counts, ready };
+  const majorGcs = async (): Promise<number | undefined> => {
+    const text = await httpGet(httpPort, "/metrics").catch(() => undefined);
+    const m = text === undefined ? null : /^nodejs_gc_duration_seconds_count\{kind="major"\} (\d+)/m.exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  return { name, child, port: grpcPort, httpPort, counts, ready, majorGcs };
 }
 
 export async function readyLine(log: string): Promise<Record<string, unknown> | undefined> {
