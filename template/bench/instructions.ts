@@ -3,10 +3,11 @@
 // busy one. The service runs under callgrind (30-100× slower), gets a warm-up, then its counters are
 // zeroed, N requests are sent, and the count is dumped and divided by N.
 //
-//   node --import tsx bench/instructions.ts http|fastify|grpc|grpc-js|grpc-js-proto-loader|connect-h2 [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts http|fastify|connect|grpc-web|grpc|grpc-js|grpc-js-proto-loader|connect-h2 [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
 //
 // http: POST /api/v1/echo to the service (GATEWAY_MODE=in-process unless given); fastify: the same to
-// the bare fastify reference (bench/servers/fastify.ts). 8 keep-alive connections.
+// the bare fastify reference (bench/servers/fastify.ts); connect and grpc-web: Echo as Connect JSON and as
+// gRPC-Web to the service's HTTP port, as `make bench`'s browser rows. HTTP/1.1, 8 keep-alive connections.
 // connect-h2: Connect JSON Echo over h2c to the service's HTTP port, gateway as configured, by h2load as in
 // `make bench`'s Connect over HTTP/2 row.
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
@@ -33,7 +34,11 @@ import {
   CONNECT_JSON_REQUEST,
   checkConnectH2,
   checkGrpc,
+  checkGrpcWeb,
+  checkHttp,
+  ECHO_PATH,
   freePort,
+  GRPC_BODY,
   GRPC_REQUEST,
   HTTP_BODY,
   h2loadArgs,
@@ -45,7 +50,7 @@ import {
 
 const [target = "", dist = BENCH_DIST, nArg, warmArg, ...pairs] = process.argv.slice(2);
 if (target === "startup") await startup();
-const targets = ["http", "fastify", "grpc", "grpc-js", "grpc-js-proto-loader", "connect-h2"];
+const targets = ["http", "fastify", "connect", "grpc-web", "grpc", "grpc-js", "grpc-js-proto-loader", "connect-h2"];
 if (!targets.includes(target))
   throw new Error(
     `usage: instructions.ts ${targets.join("|")} [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]`,
@@ -85,17 +90,19 @@ const child = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out
 });
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+/** What an HTTP/1.1 target POSTs: the REST route, or Echo's own path as Connect JSON or gRPC-Web. */
+const posted =
+  target === "grpc-web"
+    ? { path: ECHO_PATH, body: readFileSync(GRPC_BODY), headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" } }
+    : { path: target === "connect" ? ECHO_PATH : "/api/v1/echo", body: HTTP_BODY, headers: { "content-type": "application/json" } };
 function post(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      { port, host: "127.0.0.1", method: "POST", path: "/api/v1/echo", agent, headers: { "content-type": "application/json" } },
-      (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
-      },
-    );
+    const req = request({ port, host: "127.0.0.1", method: "POST", path: posted.path, agent, headers: posted.headers }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
     req.on("error", reject);
-    req.end(HTTP_BODY);
+    req.end(posted.body);
   });
 }
 /** `n` Echo calls by h2load, which fails on a non-200 (grpc-status is checked once before measuring). */
@@ -129,7 +136,10 @@ try {
     await sleep(500);
   }
   // h2load sees HTTP 200 only: one checked call first, so a build that answers UNIMPLEMENTED is not measured.
+  // A 200 can still carry an error (gRPC-Web's trailers, a Connect error body): one call is checked whole first.
   if (target === "connect-h2") await checkConnectH2({ name: dist, port });
+  else if (target === "connect") await checkHttp({ name: dist, port }, ECHO_PATH);
+  else if (target === "grpc-web") await checkGrpcWeb({ name: dist, port });
   else if (h2) await checkGrpc({ name: reference ? target : dist, port });
   await send(WARM);
   execFileSync("callgrind_control", ["-z", String(child.pid)], { stdio: "ignore" });

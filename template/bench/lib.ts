@@ -392,7 +392,7 @@ export async function checkGrpc(s: Pick<Server, "name" | "port">): Promise<void>
   }
 }
 
-export async function checkHttp(s: Server, urlPath: string): Promise<void> {
+export async function checkHttp(s: Pick<Server, "name" | "port">, urlPath: string): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${s.port}${urlPath}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -465,7 +465,7 @@ export const GRPC_REQUEST: H2Request = { body: GRPC_BODY, headers: ["content-typ
 export const CONNECT_JSON_REQUEST: H2Request = { body: JSON_BODY, headers: ["content-type: application/json"] };
 
 /** One gRPC-Web call answered OK: a message frame, then the trailer frame with grpc-status 0. */
-export async function checkGrpcWeb(s: Server): Promise<void> {
+export async function checkGrpcWeb(s: Pick<Server, "name" | "port">): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${s.port}${ECHO_PATH}`, {
     method: "POST",
     headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
