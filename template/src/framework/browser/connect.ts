@@ -38,6 +38,7 @@ import { countRefusal } from "./connect-refusals.js";
 import { refuseUndecodableGet, serveConnectUnary } from "./connect-unary.js";
 import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
 import { serveGrpcWebUnary } from "./grpc-web-unary.js";
+import { untilAborted } from "./until-aborted.js";
 
 export interface BrowserProtocolOptions {
   methods: readonly BoundMethod[];
@@ -354,22 +355,6 @@ async function* countedEnvelopes(body: AsyncIterable<Uint8Array>, budget: Partia
     }
   } finally {
     if (held > 0) budget.give(held);
-  }
-}
-
-/** The body's chunks until the signal aborts: a read waiting then fails with its reason (Connect decodes the body as the call reads it). */
-async function* untilAborted(body: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncIterable<Uint8Array> {
-  const it = body[Symbol.asyncIterator]();
-  const aborted = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }));
-  aborted.catch(() => {});
-  try {
-    for (;;) {
-      const step = await Promise.race([it.next(), aborted]);
-      if (step.done) return;
-      yield step.value;
-    }
-  } finally {
-    it.return?.()?.catch(() => {});
   }
 }
 
