@@ -6,11 +6,13 @@
 //   node --import tsx bench/build.ts               # the "after" build, into dist-bench
 //   node --import tsx bench/ab.ts <target> dist-a dist-bench [rounds=5] [seconds=5] [KEY=VALUE…]
 //
-// Targets, one for each throughput row of make bench: in-process loads POST /api/v1/echo with wrk (reference:
+// Targets, one for each throughput row of make bench and one more: in-process loads POST /api/v1/echo with wrk (reference:
 // bare fastify); grpc loads Echo with h2load (reference: bare grpc-js); server, client and bidi stream Countdown,
 // Sum and Chat as make bench does (bench/streams.ts; reference: bare grpc-js; "req/s" is then messages/s and CPU
 // is per message); connect, grpc-web and connect-h2 are the browser rows, Echo over the HTTP port as Connect
 // JSON and gRPC-Web with wrk and as Connect JSON over h2c with h2load (reference: @connectrpc/connect-node);
+// connect-stream, which no make bench row has, makes Connect client-streaming Sum calls of 10 messages over h2c
+// (bench/connect-streams.ts; "req/s" is calls/s);
 // startup starts each build `rounds` times in turn: spawn → first 200 from
 // /readycheck, the CPU time the process used to get there, and its RSS 2 s later. KEY=VALUE pairs go to
 // both builds' environment.
@@ -22,6 +24,7 @@
 // by its process's GC state (see PROMOTING_MAJOR_GCS_PER_S).
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { checkConnectStream, connectStreamLoad } from "./connect-streams.js";
 import {
   CONNECT_JSON_REQUEST,
   checkConnectH2,
@@ -59,7 +62,7 @@ import { closeStreamClients, type StreamKind, streamLoad } from "./streams.js";
 
 const [target = "", distA = "", distB = "", roundsArg, secondsArg, ...pairs] = process.argv.slice(2);
 const streams: readonly string[] = ["server", "client", "bidi"] satisfies StreamKind[];
-const targets = ["in-process", "grpc", ...streams, "connect", "grpc-web", "connect-h2", "startup"];
+const targets = ["in-process", "grpc", ...streams, "connect", "grpc-web", "connect-h2", "connect-stream", "startup"];
 if (!targets.includes(target) || !distA || !distB) {
   throw new Error(`usage: ab.ts ${targets.join("|")} <dist A> <dist B> [rounds] [seconds] [KEY=VALUE…]`);
 }
@@ -183,6 +186,8 @@ function setup(target: string): Target {
         load: (s, t) => h2load(s, t, shape, CONNECT_JSON_REQUEST),
         check: checkConnectH2,
       };
+    case "connect-stream":
+      return { ...overHttp, ref: connectNode("grpc"), load: connectStreamLoad, check: checkConnectStream };
     default:
       throw new Error(`unknown target ${target}`);
   }

@@ -1,5 +1,5 @@
-// The peer: @connectrpc/connect-node serving the same protobuf-es service (Echo) with the same
-// handler. `grpc` serves HTTP/2 without TLS (gRPC for h2load); `json` serves HTTP/1.1 (Connect JSON for wrk).
+// The peer: @connectrpc/connect-node serving the same protobuf-es service (Echo, and Sum for ab.ts) with the same
+// handlers. `grpc` serves HTTP/2 without TLS (gRPC for h2load); `json` serves HTTP/1.1 (Connect JSON for wrk).
 import http from "node:http";
 import http2 from "node:http2";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
@@ -23,6 +23,17 @@ const handler = connectNodeAdapter({
       async echo(request) {
         counts.ok++;
         return echo(request);
+      },
+      // For bench/ab.ts connect-stream, as the fixture service's.
+      async sum(requests) {
+        let sum = 0n;
+        let count = 0;
+        for await (const request of requests) {
+          sum += request.value;
+          count++;
+        }
+        counts.ok++;
+        return { sum, count };
       },
     }),
 });

@@ -1,0 +1,64 @@
+// Connect client-streaming load for `bench/ab.ts connect-stream`: Sum calls of CALL_MESSAGES messages over h2c by
+// @connectrpc/connect-node's client, CONCURRENCY at a time, back to back until the run's time is up. The calls are
+// short so that what Connect's own handler does once a call (the path every Connect stream takes, not the unary
+// fast path the Connect rows measure) shows in the CPU time per call.
+import { create } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { cpuTime, percentiles, type Run, type Server } from "./lib.js";
+import { Service, SumRequestSchema } from "./proto.js";
+
+const CALL_MESSAGES = 10;
+const CONCURRENCY = 8;
+const one = create(SumRequestSchema, { value: 1n });
+
+/** By port: FRESH rounds start the builds on new ones. */
+const clients = new Map<number, Client<typeof Service>>();
+function clientOf(port: number): Client<typeof Service> {
+  let c = clients.get(port);
+  if (!c) {
+    const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${port}`, httpVersion: "2" });
+    clients.set(port, (c = createClient(Service, transport)));
+  }
+  return c;
+}
+
+async function* input(): AsyncGenerator<typeof one> {
+  for (let i = 0; i < CALL_MESSAGES; i++) yield one;
+}
+
+/** One Sum call; whether it counted every message. */
+async function oneCall(client: Client<typeof Service>): Promise<boolean> {
+  const res = await client.sum(input());
+  return res.count === CALL_MESSAGES && res.sum === BigInt(CALL_MESSAGES);
+}
+
+/** One Connect client-streaming call answered whole, before a server is measured. */
+export async function checkConnectStream(s: Pick<Server, "name" | "port">): Promise<void> {
+  if (!(await oneCall(clientOf(s.port)))) throw new Error(`${s.name}: Connect Sum over h2c did not count ${CALL_MESSAGES} messages`);
+}
+
+/** Calls a second ("req/s") and the server's CPU time per call. */
+export async function connectStreamLoad(s: Server, seconds: number): Promise<Run> {
+  const client = clientOf(s.port);
+  const cpu = cpuTime(s.child.pid);
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  const durations: number[] = [];
+  let calls = 0;
+  let errors = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        const whole = await oneCall(client).catch(() => false);
+        if (whole) calls++;
+        else errors++;
+        durations.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const cpuUsed = cpuTime(s.child.pid) - cpu;
+  return { rps: calls / elapsed, ...percentiles(durations), requests: calls, errors, cpuUs: cpuUsed / Math.max(1, calls) };
+}
