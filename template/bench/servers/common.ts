@@ -13,6 +13,17 @@ export function echo(request: EchoRequest): EchoResponse {
   return create(EchoResponseSchema, { message: request.message, traceId: request.traceId || randomUUID(), receivedAt: timestampNow() });
 }
 
+/** The service's Sum without the framework: the values added up, and how many there were. */
+export async function sum(requests: AsyncIterable<{ value: bigint }>): Promise<{ sum: bigint; count: number }> {
+  let total = 0n;
+  let count = 0;
+  for await (const request of requests) {
+    total += request.value;
+    count++;
+  }
+  return { sum: total, count };
+}
+
 /** The port to listen on, from PORT (the bench picks a free one). */
 export function port(): number {
   const value = Number(process.env.PORT);

@@ -5,7 +5,7 @@ import http2 from "node:http2";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { Service } from "../proto.js";
-import { counts, echo, port, serve } from "./common.js";
+import { counts, echo, port, serve, sum } from "./common.js";
 
 const countErrors: Interceptor = (next) => async (req) => {
   try {
@@ -24,16 +24,11 @@ const handler = connectNodeAdapter({
         counts.ok++;
         return echo(request);
       },
-      // For bench/ab.ts connect-stream, as the fixture service's.
+      // For bench/ab.ts connect-stream.
       async sum(requests) {
-        let sum = 0n;
-        let count = 0;
-        for await (const request of requests) {
-          sum += request.value;
-          count++;
-        }
+        const total = await sum(requests);
         counts.ok++;
-        return { sum, count };
+        return total;
       },
     }),
 });

@@ -25,7 +25,7 @@ import {
   SumRequestSchema,
   SumResponseSchema,
 } from "../proto.js";
-import { counts, echo, port, serve } from "./common.js";
+import { counts, echo, port, serve, sum } from "./common.js";
 
 function method<I extends DescMessage, O extends DescMessage>(
   name: string,
@@ -78,14 +78,9 @@ server.addService(
       call.end();
     },
     Sum: async (call: ServerReadableStream<Sum, unknown>, callback: sendUnaryData<unknown>) => {
-      let sum = 0n;
-      let count = 0;
-      for await (const request of call) {
-        sum += (request as Sum).value;
-        count++;
-      }
+      const total = await sum(call as AsyncIterable<Sum>);
       counts.ok++;
-      callback(null, create(SumResponseSchema, { sum, count }));
+      callback(null, create(SumResponseSchema, total));
     },
     Chat: async (call: ServerDuplexStream<Chat, unknown>) => {
       let seq = 0;
