@@ -1,15 +1,15 @@
 // Connect client-streaming load for `bench/ab.ts connect-stream`: Sum calls of CALL_MESSAGES messages over h2c by
-// @connectrpc/connect-node's client, CONCURRENCY at a time, back to back until the run's time is up. The calls are
+// @connectrpc/connect-node's client, made back to back as the stream rows' calls are (streams.ts). The calls are
 // short so that what Connect's own handler does once a call (the path every Connect stream takes, not the unary
 // fast path the Connect rows measure) shows in the CPU time per call.
 import { create } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { cpuTime, percentiles, type Run, type Server } from "./lib.js";
+import type { Run, Server } from "./lib.js";
 import { Service, SumRequestSchema } from "./proto.js";
+import { callsBackToBack } from "./streams.js";
 
 const CALL_MESSAGES = 10;
-const CONCURRENCY = 8;
 const one = create(SumRequestSchema, { value: 1n });
 
 /** By port: FRESH rounds start the builds on new ones. */
@@ -39,26 +39,7 @@ export async function checkConnectStream(s: Pick<Server, "name" | "port">): Prom
 }
 
 /** Calls a second ("req/s") and the server's CPU time per call. */
-export async function connectStreamLoad(s: Server, seconds: number): Promise<Run> {
+export function connectStreamLoad(s: Server, seconds: number): Promise<Run> {
   const client = clientOf(s.port);
-  const cpu = cpuTime(s.child.pid);
-  const started = performance.now();
-  const end = started + seconds * 1000;
-  const durations: number[] = [];
-  let calls = 0;
-  let errors = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < end) {
-        const t = performance.now();
-        const whole = await oneCall(client).catch(() => false);
-        if (whole) calls++;
-        else errors++;
-        durations.push(performance.now() - t);
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  const cpuUsed = cpuTime(s.child.pid) - cpu;
-  return { rps: calls / elapsed, ...percentiles(durations), requests: calls, errors, cpuUs: cpuUsed / Math.max(1, calls) };
+  return callsBackToBack(s, seconds, 1, async () => ((await oneCall(client)) ? 1 : 0));
 }

@@ -69,31 +69,40 @@ function oneCall(client: RawClient<typeof Service>, kind: StreamKind): Promise<n
 
 /** A load function for bench/lib.ts's measure(): messages/s of `kind` streams for `seconds`. */
 export function streamLoad(kind: StreamKind) {
-  return async (s: Server, seconds: number): Promise<Run> => {
+  return (s: Server, seconds: number): Promise<Run> => {
     const client = clientOf(s);
-    const cpu = cpuTime(s.child.pid);
-    const started = performance.now();
-    const end = started + seconds * 1000;
-    const durations: number[] = [];
-    let messages = 0;
-    let errors = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < end) {
-          const t = performance.now();
-          try {
-            const n = await oneCall(client, kind);
-            messages += n;
-            if (n !== MESSAGES) errors++;
-          } catch {
-            errors++;
-          }
-          durations.push(performance.now() - t);
-        }
-      }),
-    );
-    const elapsed = (performance.now() - started) / 1000;
-    const cpuUsed = cpuTime(s.child.pid) - cpu;
-    return { rps: messages / elapsed, ...percentiles(durations), requests: messages, errors, cpuUs: cpuUsed / Math.max(1, messages) };
+    return callsBackToBack(s, seconds, MESSAGES, () => oneCall(client, kind));
   };
+}
+
+/**
+ * CONCURRENCY loops making calls back to back for `seconds`: the units the calls moved (what `call` resolves to:
+ * messages, or 1 a call) a second, and the server's CPU time per unit. A call that fails or moves fewer than
+ * `whole` is an error.
+ */
+export async function callsBackToBack(s: Server, seconds: number, whole: number, call: () => Promise<number>): Promise<Run> {
+  const cpu = cpuTime(s.child.pid);
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  const durations: number[] = [];
+  let units = 0;
+  let errors = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        try {
+          const n = await call();
+          units += n;
+          if (n !== whole) errors++;
+        } catch {
+          errors++;
+        }
+        durations.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const cpuUsed = cpuTime(s.child.pid) - cpu;
+  return { rps: units / elapsed, ...percentiles(durations), requests: units, errors, cpuUs: cpuUsed / Math.max(1, units) };
 }
