@@ -6,8 +6,8 @@
 //   node --import tsx bench/build.ts               # the "after" build, into dist-bench
 //   node --import tsx bench/ab.ts <target> dist-a dist-bench [rounds=5] [seconds=5] [KEY=VALUE…]
 //
-// Targets, one for each throughput row of make bench and one more: in-process loads POST /api/v1/echo with wrk (reference:
-// bare fastify); grpc loads Echo with h2load (reference: bare grpc-js); server, client and bidi stream Countdown,
+// Targets, one for each throughput row of make bench and one more: in-process loads POST /api/v1/echo with wrk
+// (reference: bare fastify); grpc loads Echo with h2load (reference: bare grpc-js); server, client and bidi stream Countdown,
 // Sum and Chat as make bench does (bench/streams.ts; reference: bare grpc-js; "req/s" is then messages/s and CPU
 // is per message); connect, grpc-web and connect-h2 are the browser rows, Echo over the HTTP port as Connect
 // JSON and gRPC-Web with wrk and as Connect JSON over h2c with h2load (reference: @connectrpc/connect-node);
@@ -104,6 +104,12 @@ async function restartBuilds(
  */
 const PROMOTING_MAJOR_GCS_PER_S = 0.5;
 type GcState = "low" | "promoting";
+
+/** A round's GC state from its process's old-generation GC count before and after it; unknown without /metrics. */
+function gcState(before: number | undefined, after: number | undefined): GcState | undefined {
+  if (before === undefined || after === undefined) return undefined;
+  return (after - before) / seconds >= PROMOTING_MAJOR_GCS_PER_S ? "promoting" : "low";
+}
 
 /** One start of a build: wall ms to ready, CPU ms used by then, RSS in MB 2 s later. */
 async function startOnce(dist: string): Promise<[number, number, number]> {
@@ -225,12 +231,7 @@ try {
       const gcsBefore = await s.majorGcs?.();
       const run = await load(s, seconds);
       const gcsAfter = await s.majorGcs?.();
-      const state: GcState | undefined =
-        gcsBefore === undefined || gcsAfter === undefined
-          ? undefined
-          : (gcsAfter - gcsBefore) / seconds >= PROMOTING_MAJOR_GCS_PER_S
-            ? "promoting"
-            : "low";
+      const state = gcState(gcsBefore, gcsAfter);
       runs[i]!.push(run);
       states[i]!.push(state);
       line[i] =

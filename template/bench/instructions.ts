@@ -14,6 +14,10 @@
 // (bench/servers/grpc-js.ts); grpc-js-proto-loader: the grpc-js + proto-loader reference
 // (bench/servers/grpc-js-proto-loader.ts). Sent by h2load as in `make bench` (16 connections × 8 streams; SHAPE=CxM
 // to change it).
+// CACHE_SIM=1 also simulates the caches (callgrind --cache-sim=yes, slower still) and prints the data reads and
+// writes that missed the first-level and the last-level cache a request: where two builds run the same
+// instructions but not in the same time, misses may say why. The last level is set to 8 MiB (16-way): valgrind
+// would take this machine's, which a VM reports as 512 MB.
 // CALLGRIND_KEEP=<file> keeps the dump of the measured requests there, for `callgrind_annotate <file>`:
 // V8's builtins (Builtins_*), the garbage collector and Node's C++ are named in it (JIT-compiled
 // JavaScript is not), which shows where two builds' counts differ.
@@ -83,11 +87,22 @@ const serverEnv = reference
       HTTP_PORT: String(target === "grpc" ? await freePort() : port),
       ...env,
     };
-const child = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...args], {
-  cwd: ROOT,
-  env: baseEnv(serverEnv),
-  stdio: ["ignore", "ignore", "inherit", ...(reference ? (["ipc"] as const) : [])],
-});
+const cacheSim = process.env.CACHE_SIM === "1";
+const child = spawn(
+  "valgrind",
+  [
+    "--tool=callgrind",
+    ...(cacheSim ? ["--cache-sim=yes", "--LL=8388608,16,64"] : []),
+    `--callgrind-out-file=${out}`,
+    process.execPath,
+    ...args,
+  ],
+  {
+    cwd: ROOT,
+    env: baseEnv(serverEnv),
+    stdio: ["ignore", "ignore", "inherit", ...(reference ? (["ipc"] as const) : [])],
+  },
+);
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 /** What an HTTP/1.1 target POSTs: the REST route, or Echo's own path as Connect JSON or gRPC-Web. */
@@ -153,11 +168,20 @@ try {
   process.stdout.write(
     `${target} ${dist} ${Object.keys(env).length ? pairs.join(" ") : ""}: ${(total / N / 1000).toFixed(1)} k instructions per request (${N} requests after ${WARM})\n`,
   );
+  if (cacheSim) process.stdout.write(`  ${cacheMisses(dumps, N)}\n`);
 } finally {
   child.kill("SIGKILL");
   execFileSync("sh", ["-c", `rm -f ${out}*`]);
 }
 process.exit();
+
+/** The data cache misses a request from a --cache-sim dump: its `events:` line names the columns of `summary:`. */
+function cacheMisses(dump: string, n: number): string {
+  const events = /^events:\s+(.+)$/m.exec(dump)?.[1]?.split(/\s+/) ?? [];
+  const totals = (/^summary:\s+(.+)$/m.exec(dump)?.[1] ?? /^totals:\s+(.+)$/m.exec(dump)?.[1] ?? "").split(/\s+/).map(Number);
+  const per = (name: string) => (totals[events.indexOf(name)] ?? Number.NaN) / n;
+  return `data reads ${(per("Dr") / 1000).toFixed(1)} k, writes ${(per("Dw") / 1000).toFixed(1)} k; first-level misses ${per("D1mr").toFixed(0)} read, ${per("D1mw").toFixed(0)} write; last-level ${per("DLmr").toFixed(0)} read, ${per("DLmw").toFixed(0)} write (a request)`;
+}
 
 async function startup(): Promise<never> {
   const starts = Number(nArg ?? 3);
