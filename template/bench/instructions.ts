@@ -78,7 +78,7 @@ const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.s
 const port = await freePort();
 const out = path.join(os.tmpdir(), `callgrind-${process.pid}.out`);
 const args = reference ? ["--import", "tsx", path.join("bench", "servers", `${target}.ts`)] : [path.join(dist, "main.js")];
-// The service is loaded on its gRPC port (grpc) or its HTTP port (http, connect-h2); the references on PORT.
+// The service is loaded on its gRPC port (grpc) or its HTTP port (http, connect, grpc-web, connect-h2); the references on PORT.
 const serverEnv = reference
   ? { PORT: String(port), ...env }
   : {
