@@ -38,6 +38,16 @@ export async function checkConnectStream(s: Pick<Server, "name" | "port">): Prom
   if (!(await oneCall(clientOf(s.port)))) throw new Error(`${s.name}: Connect Sum over h2c did not count ${CALL_MESSAGES} messages`);
 }
 
+/** `n` calls, `concurrency` at a time (bench/instructions.ts connect-stream); throws unless each counted every message. */
+export async function connectStreamCalls(port: number, n: number, concurrency: number): Promise<void> {
+  const client = clientOf(port);
+  let next = 0;
+  const worker = async () => {
+    while (next++ < n) if (!(await oneCall(client))) throw new Error(`Connect Sum over h2c did not count ${CALL_MESSAGES} messages`);
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
 /** Calls a second ("req/s") and the server's CPU time per call. */
 export function connectStreamLoad(s: Server, seconds: number): Promise<Run> {
   const client = clientOf(s.port);

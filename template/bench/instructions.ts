@@ -3,13 +3,14 @@
 // busy one. The service runs under callgrind (30-100× slower), gets a warm-up, then its counters are
 // zeroed, N requests are sent, and the count is dumped and divided by N.
 //
-//   node --import tsx bench/instructions.ts http|fastify|connect|grpc-web|grpc|grpc-js|grpc-js-proto-loader|connect-h2 [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
+//   node --import tsx bench/instructions.ts http|fastify|connect|grpc-web|grpc|grpc-js|grpc-js-proto-loader|connect-h2|connect-stream [dist=dist-bench] [requests=2000] [warmup=3000] [KEY=VALUE…]
 //
 // http: POST /api/v1/echo to the service (GATEWAY_MODE=in-process unless given); fastify: the same to
 // the bare fastify reference (bench/servers/fastify.ts); connect and grpc-web: Echo as Connect JSON and as
 // gRPC-Web to the service's HTTP port, as `make bench`'s browser rows. HTTP/1.1, 8 keep-alive connections.
 // connect-h2: Connect JSON Echo over h2c to the service's HTTP port, gateway as configured, by h2load as in
-// `make bench`'s Connect over HTTP/2 row.
+// `make bench`'s Connect over HTTP/2 row. connect-stream: Connect client-streaming Sum calls of 10 messages over
+// h2c, 8 at a time, as `bench/ab.ts connect-stream` makes them (a "request" is then a call).
 // grpc: gRPC Echo to the service's gRPC port; grpc-js: the same to the bare grpc-js reference
 // (bench/servers/grpc-js.ts); grpc-js-proto-loader: the grpc-js + proto-loader reference
 // (bench/servers/grpc-js-proto-loader.ts). Sent by h2load as in `make bench` (16 connections × 8 streams; SHAPE=CxM
@@ -32,6 +33,7 @@ import { copyFileSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { checkConnectStream, connectStreamCalls } from "./connect-streams.js";
 import {
   BENCH_DIST,
   baseEnv,
@@ -54,7 +56,7 @@ import {
 
 const [target = "", dist = BENCH_DIST, nArg, warmArg, ...pairs] = process.argv.slice(2);
 if (target === "startup") await startup();
-const targets = ["http", "fastify", "connect", "grpc-web", "grpc", "grpc-js", "grpc-js-proto-loader", "connect-h2"];
+const targets = ["http", "fastify", "connect", "grpc-web", "grpc", "grpc-js", "grpc-js-proto-loader", "connect-h2", "connect-stream"];
 if (!targets.includes(target))
   throw new Error(
     `usage: instructions.ts ${targets.join("|")} [dist] [requests] [warmup] [KEY=VALUE…] | startup [dist] [starts] [KEY=VALUE…]`,
@@ -78,7 +80,7 @@ const env = Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf("=")), p.s
 const port = await freePort();
 const out = path.join(os.tmpdir(), `callgrind-${process.pid}.out`);
 const args = reference ? ["--import", "tsx", path.join("bench", "servers", `${target}.ts`)] : [path.join(dist, "main.js")];
-// The service is loaded on its gRPC port (grpc) or its HTTP port (http, connect, grpc-web, connect-h2); the references on PORT.
+// The service is loaded on its gRPC port (grpc) or its HTTP port (http, connect, grpc-web, connect-h2, connect-stream); the references on PORT.
 const serverEnv = reference
   ? { PORT: String(port), ...env }
   : {
@@ -128,6 +130,7 @@ async function sendH2(n: number): Promise<void> {
 }
 async function send(n: number): Promise<void> {
   if (h2) return sendH2(n);
+  if (target === "connect-stream") return connectStreamCalls(port, n, 8);
   let next = 0;
   const worker = async () => {
     while (next++ < n) {
@@ -142,7 +145,7 @@ try {
   for (;;) {
     if (child.exitCode !== null) throw new Error("the server exited");
     if (
-      await (h2 ? sendH2(128) : post()).then(
+      await (h2 ? sendH2(128) : target === "connect-stream" ? connectStreamCalls(port, 1, 1) : post()).then(
         (s) => s === undefined || s === 200,
         () => false,
       )
@@ -155,6 +158,7 @@ try {
   if (target === "connect-h2") await checkConnectH2({ name: dist, port });
   else if (target === "connect") await checkHttp({ name: dist, port }, ECHO_PATH);
   else if (target === "grpc-web") await checkGrpcWeb({ name: dist, port });
+  else if (target === "connect-stream") await checkConnectStream({ name: dist, port });
   else if (h2) await checkGrpc({ name: reference ? target : dist, port });
   await send(WARM);
   execFileSync("callgrind_control", ["-z", String(child.pid)], { stdio: "ignore" });
