@@ -27,7 +27,7 @@ import { Code, GrpcError } from "../call/status.js";
 import { type Call, type MethodInfo, streamsRequests, streamsResponses } from "../call/types.js";
 import { jsonTooDeep, TOO_DEEP } from "../codec/json-depth.js";
 import { jsonWriter } from "../gateway/json-writer.js";
-import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-messages.js";
+import type { PartialMessageBudget } from "../overload/partial-messages.js";
 import type { OnRejectedBeforeHandler } from "../server/grpc-rejections.js";
 import { endedByCancel } from "../server/half-close.js";
 import { liftRequestTimeout } from "../server/http-server.js";
@@ -38,7 +38,7 @@ import { countRefusal } from "./connect-refusals.js";
 import { refuseUndecodableGet, serveConnectUnary } from "./connect-unary.js";
 import { decodeTextRequest, encodeTextResponse, isGrpcWebText } from "./grpc-web-text.js";
 import { serveGrpcWebUnary } from "./grpc-web-unary.js";
-import { untilAborted } from "./until-aborted.js";
+import { GuardedBody } from "./guarded-body.js";
 
 export interface BrowserProtocolOptions {
   methods: readonly BoundMethod[];
@@ -296,66 +296,22 @@ export function registerBrowserProtocols(app: FastifyInstance, options: BrowserP
 /**
  * The idle limit of a client-streaming or bidi call over HTTP/2, whose whole-request timeout is lifted: as for the
  * gateway's NDJSON streams (json-stream.ts), the HTTP/2 stream's own timer, which any frame either way restarts
- * (no timer per message). When it fires, the request's signal is aborted with DEADLINE_EXCEEDED, as Connect's own
- * deadline does: Connect ends the call with that status (an end-stream message, or gRPC-Web trailers) and the chain
- * counts it. Over HTTP/1.1 the whole-request timeout still applies.
+ * (no timer per message). When it fires, the body's read fails with DEADLINE_EXCEEDED, as Connect's own deadline
+ * does: Connect ends the call with that status (an end-stream message, or gRPC-Web trailers) and the chain counts
+ * it. Over HTTP/1.1 the whole-request timeout still applies.
  */
-function endWhenIdle(uReq: UniversalServerRequest, raw: FastifyRequest["raw"], idleMs: number): UniversalServerRequest {
-  const idle = new AbortController();
+function endWhenIdle(body: GuardedBody, raw: FastifyRequest["raw"], idleMs: number): void {
   raw.setTimeout(idleMs, () => {
     // Idle again after the answer (a client that never ends its request): the stream is closed (RST_STREAM NO_ERROR).
-    if (idle.signal.aborted) (raw as unknown as Http2ServerRequest).stream.close();
+    if (body.aborted) (raw as unknown as Http2ServerRequest).stream.close();
     else
-      idle.abort(
+      body.abort(
         new GrpcError(
           Code.DEADLINE_EXCEEDED,
           `nothing was sent either way for ${idleMs / 1000} s (HTTP_STREAM_IDLE_TIMEOUT_SECONDS): send a message to keep the stream open`,
         ),
       );
   });
-  const body = uReq.body as AsyncIterable<Uint8Array>;
-  return { ...uReq, body: untilAborted(body, idle.signal) };
-}
-
-/**
- * A streamed Connect or gRPC-Web body's chunks (gRPC-Web text once decoded), counting the bytes of an enveloped
- * message (a flag byte, a 4-byte length, the message) not yet whole against MAX_PARTIAL_MESSAGE_BYTES, as the gRPC
- * port does (Connect buffers them until the message is whole). Past the budget the read fails with RESOURCE_EXHAUSTED, which Connect answers
- * in the protocol's form; the bytes are given back as messages complete and when the body ends either way.
- */
-async function* countedEnvelopes(body: AsyncIterable<Uint8Array>, budget: PartialMessageBudget): AsyncIterable<Uint8Array> {
-  let held = 0;
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const before = held;
-      const length = chunk.byteLength;
-      for (let at = 0; at < length;) {
-        if (held < 5) {
-          if (held > 0) size = size * 256 + chunk[at]!;
-          held++;
-          at++;
-        } else {
-          const take = Math.min(length - at, size + 5 - held);
-          held += take;
-          at += take;
-        }
-        if (held >= 5 && held === size + 5) {
-          held = 0;
-          size = 0;
-        }
-      }
-      if (held > before && !budget.take(held - before)) {
-        held = before;
-        // Connect's own error: Connect reads a unary body itself, and answers any other error as internal.
-        throw new ConnectError(MESSAGES_HELD, ConnectCode.ResourceExhausted);
-      }
-      if (held < before) budget.give(before - held);
-      yield chunk;
-    }
-  } finally {
-    if (held > 0) budget.give(held);
-  }
 }
 
 /** With the metrics off, refusals are not counted (countRefusal still words some answers, see binaryParseRefusal). */
@@ -399,12 +355,16 @@ function serve(
       res.writeHead(400).end(); // no authority: an HTTP/1.0 request without Host
       return;
     }
-    if (lifted && streamIdleMs > 0) uReq = endWhenIdle(uReq, req.raw, streamIdleMs);
     if (text) uReq = decodeTextRequest(uReq);
+    const idle = lifted && streamIdleMs > 0;
     // Enveloped bodies that Connect's handler buffers message by message: every streamed one, and gRPC-Web text
     // whatever the method (the unary fast paths count the others).
-    if ((streamedBody || text) && partialMessages?.enabled === true)
-      uReq = { ...uReq, body: countedEnvelopes(uReq.body as AsyncIterable<Uint8Array>, partialMessages) };
+    const budget = (streamedBody || text) && partialMessages?.enabled === true ? partialMessages : undefined;
+    if (idle || budget !== undefined) {
+      const body = new GuardedBody(uReq.body as AsyncIterable<Uint8Array>, budget);
+      if (idle) endWhenIdle(body, req.raw, streamIdleMs);
+      uReq = { ...uReq, body };
+    }
     // Answered before the request ended (refused, or the call ended first): the rest is not wanted. Over HTTP/1.1
     // Node reads and drops it; over HTTP/2 the stream would stay open, and Connect's response with it.
     if (raw2 !== undefined) resetWhenAnswered(raw2);
