@@ -102,3 +102,21 @@ test("a body left or ended midway gives back what its message held", async () =>
   aborted.abort(new Error("idle"));
   assert.equal(budget.held, 0, "aborted");
 });
+
+test("a chunk that comes to a read still waiting after the reader left is not counted", async () => {
+  const budget = new PartialMessageBudget(1_000);
+  let send: ((chunk: Uint8Array) => void) | undefined;
+  const body = new GuardedBody(
+    {
+      [Symbol.asyncIterator]: () => ({
+        next: () => new Promise<IteratorResult<Uint8Array>>((resolve) => (send = (value) => resolve({ done: false, value }))),
+      }),
+    },
+    budget,
+  );
+  const waiting = body.next();
+  await body.return();
+  send!(envelope(100).subarray(0, 30));
+  await waiting;
+  assert.equal(budget.held, 0);
+});

@@ -23,6 +23,8 @@ export class GuardedBody implements AsyncIterableIterator<Uint8Array> {
   #size = 0;
   #aborted = false;
   #reason: unknown;
+  /** The reader called return(): a chunk a read still waiting gets is passed on uncounted (nothing would give it back). */
+  #left = false;
   /** Fails the read waiting, if any (only while one waits: it would otherwise keep the last chunk's promise). */
   #fail: ((reason: unknown) => void) | undefined;
 
@@ -58,7 +60,7 @@ export class GuardedBody implements AsyncIterableIterator<Uint8Array> {
         (result) => {
           this.#fail = undefined;
           if (this.#aborted) return; // already failed with the abort's reason
-          if (result.done === true) this.#release();
+          if (result.done === true || this.#left) this.#release();
           else if (this.#budget !== undefined && !this.#count(result.value, this.#budget)) {
             // Connect's own error: Connect reads a unary body itself, and answers any other error as internal.
             const refused = new ConnectError(MESSAGES_HELD, ConnectCode.ResourceExhausted);
@@ -78,6 +80,7 @@ export class GuardedBody implements AsyncIterableIterator<Uint8Array> {
   }
 
   return(): Promise<IteratorResult<Uint8Array>> {
+    this.#left = true;
     this.#fail = undefined;
     this.#release();
     this.#source.return?.()?.catch(() => {});
