@@ -15,7 +15,8 @@ test("calls in flight whose message is in are not held by the first-message chec
   // A handler that reads the whole request, as grpc-js does, and never answers: every call stays in flight.
   const ended: ServerHttp2Stream[] = [];
   const arrived: ((stream: ServerHttp2Stream) => void)[] = [];
-  server.on("stream", (stream: ServerHttp2Stream) => {
+  server.on("stream", (stream: ServerHttp2Stream, headers) => {
+    guard.admit(stream, headers);
     stream.on("data", () => {});
     stream.on("end", () => {
       ended.push(stream);

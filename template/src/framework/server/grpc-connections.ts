@@ -6,7 +6,6 @@ import { MESSAGES_HELD, type PartialMessageBudget } from "../overload/partial-me
 import { type OnConnectionRefused, reportRefusedConnections } from "./connection-refusals.js";
 import { firstMessageIn, type WithRequestReader } from "./first-message.js";
 import { GATEWAY_PATH_KEY, isGatewayHop } from "./grpc-adapter.js";
-import { isGrpcContentType } from "./grpc-content-type.js";
 import { trackPartialMessages } from "./partial-messages.js";
 import { TimeoutBuckets } from "./timeout-buckets.js";
 import { closeNoError } from "./unread-body.js";
@@ -35,33 +34,28 @@ type Session = ServerHttp2Session & { [GATEWAY]?: true };
 /**
  * Guards one gRPC server's HTTP/2 servers against clients that hold resources without using them:
  * a cap on open connections (net.Server's own `maxConnections`: a connection beyond it is closed before
- * any HTTP/2 state is made; connection-refusals.ts counts and logs it), and a time limit for a call's first
- * request message. The per-connection stream limit is grpc-js's `grpc.max_concurrent_streams`, which this
- * lifts on the gateway's connection.
+ * any HTTP/2 state is made; connection-refusals.ts counts and logs it), a time limit for a call's first
+ * request message, and the count of unfinished request messages (partial-messages.ts). The per-connection
+ * stream limit is grpc-js's `grpc.max_concurrent_streams`, which this lifts on the gateway's connection.
  *
  * Calls waiting for their first message are found by one coarse sweep per server rather than a timer per
  * call (TimeoutBuckets: an array slot a call, no allocation), which looks at each stream once, between one
- * and one and a half timeouts after it opened. A call is ended then unless its first request message has
- * arrived whole (firstMessageIn), it has closed, or the server has answered its headers (a server-streaming
- * or bidi call the server is already talking on is not idle). A message begun and never finished counts as
- * none: a client that sends 5 bytes of a message's prefix, or the prefix and half the message, and then stalls
- * would otherwise hold the stream, and the part grpc-js has buffered (up to GRPC_MAX_RECV_MSG_SIZE a call), for
- * ever.
+ * and one and a half timeouts after it opened. A call is ended then unless its first request message has arrived
+ * whole (firstMessageIn), it has closed, or the server has answered its headers (a server-streaming or bidi call
+ * the server is already talking on is not idle). A message begun and never finished counts as none: a client
+ * that sends 5 bytes of a message's prefix, or the prefix and half the message, and then stalls would otherwise
+ * hold the stream, and the part grpc-js has buffered (up to GRPC_MAX_RECV_MSG_SIZE a call), for ever.
  */
 export class ConnectionGuard {
   readonly #limits: ConnectionLimits;
   /** Calls waiting for their first message; undefined when the timeout is off. */
   readonly #waiting: TimeoutBuckets<ServerHttp2Stream> | undefined;
-  /** Counts each call's unfinished request message against MAX_PARTIAL_MESSAGE_BYTES; undefined when off. */
-  readonly #partial: ((stream: ServerHttp2Stream) => void) | undefined;
+  /** Marks a connection's calls as counted against MAX_PARTIAL_MESSAGE_BYTES; undefined when off. */
+  readonly #countPartial: ((session: ServerHttp2Session, budget: PartialMessageBudget | undefined) => void) | undefined;
 
   constructor(limits: ConnectionLimits) {
     this.#limits = limits;
-    const budget = limits.partialMessages;
-    if (budget?.enabled === true) {
-      const track = trackPartialMessages(refuseExhausted);
-      if (track !== undefined) this.#partial = (stream) => track(stream, budget);
-    }
+    if (limits.partialMessages?.enabled === true) this.#countPartial = trackPartialMessages(refuseExhausted);
     const timeoutMs = limits.firstMessageTimeoutMs;
     if (timeoutMs > 0) {
       this.#waiting = new TimeoutBuckets({
@@ -81,7 +75,7 @@ export class ConnectionGuard {
     }
   }
 
-  /** Applies the limits to one of grpc-js's HTTP/2 servers (TCP, TLS or the gateway's Unix socket). */
+  /** Applies the limits to one of grpc-js's HTTP/2 servers (TCP, TLS or the gateway's Unix socket); its streams come to `admit`. */
   watch(http2Server: Http2Server): void {
     const { maxConnections, onRefused } = this.#limits;
     if (maxConnections > 0) {
@@ -90,21 +84,22 @@ export class ConnectionGuard {
     }
     http2Server.on("session", (session: Session) => {
       // A Unix socket is the gateway's private hop (0600 in a 0700 directory): no remote address.
-      if (session.socket?.remoteAddress === undefined) markGateway(session);
+      if (session.socket?.remoteAddress === undefined) this.#markGateway(session);
+      else this.#countPartial?.(session, this.#limits.partialMessages);
     });
-    const waiting = this.#waiting;
-    const partial = this.#partial;
-    http2Server.prependListener("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
-      const session = stream.session as Session | undefined;
-      if (session === undefined || session[GATEWAY] === true) return;
-      if (isGatewayHop(headers[GATEWAY_PATH_KEY])) markGateway(session);
-      // Only gRPC calls that may still send a message: with SINGLE_PORT, the HTTP port's own HTTP/2 requests
-      // come through here too, and a request with END_STREAM on its headers has nothing more to send.
-      else if (!stream.endAfterHeaders && isGrpcContentType(headers["content-type"])) {
-        waiting?.add(stream);
-        partial?.(stream);
-      }
-    });
+  }
+
+  /**
+   * Takes each new stream of a watched server before grpc-js does, from the server's one 'stream' listener (a
+   * second listener would cost an array copy per stream). A stream that is not gRPC's is answered by grpc-js in
+   * its turn (415) and so never held; with SINGLE_PORT, the HTTP port's own streams do not come here.
+   */
+  admit(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    const session = stream.session as Session | undefined;
+    if (session === undefined || session[GATEWAY] === true) return;
+    if (isGatewayHop(headers[GATEWAY_PATH_KEY])) this.#markGateway(session);
+    // A request with END_STREAM on its headers has nothing more to send.
+    else if (!stream.endAfterHeaders) this.#waiting?.add(stream);
   }
 
   /** Calls the first-message check holds (waiting, or settled and not yet dropped). */
@@ -116,14 +111,16 @@ export class ConnectionGuard {
   close(): void {
     this.#waiting?.close();
   }
-}
 
-function markGateway(session: Session): void {
-  session[GATEWAY] = true;
-  try {
-    session.settings({ maxConcurrentStreams: GATEWAY_MAX_CONCURRENT_STREAMS });
-  } catch {
-    // The session is already closing.
+  /** The gateway's connection: its calls were counted and timed on the HTTP side. */
+  #markGateway(session: Session): void {
+    session[GATEWAY] = true;
+    this.#countPartial?.(session, undefined);
+    try {
+      session.settings({ maxConcurrentStreams: GATEWAY_MAX_CONCURRENT_STREAMS });
+    } catch {
+      // The session is already closing.
+    }
   }
 }
 

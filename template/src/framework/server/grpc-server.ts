@@ -185,7 +185,7 @@ function wrapHttp2Servers(
   const idle = idleMs === undefined ? undefined : new IdleConnections(idleMs, overload?.release);
   internals.createHttp2Server = (credentials) => {
     const http2Server = create.call(server, credentials);
-    guardStreams(http2Server, overload, streams, idle);
+    guardStreams(http2Server, overload, streams, idle, guard);
     // After: the listener that routes by content type hands gRPC's streams to the guarded one.
     if (sharing) shareWithHttp(http2Server, sharing.others, sharing.onSession);
     guard.watch(http2Server);
@@ -243,7 +243,8 @@ function shareWithHttp(http2Server: Http2Server, others: StreamListener, onSessi
  *  - counts the call in flight from here (an idle stream that never sends its message counts too) until the
  *    stream closes, and refuses it with UNAVAILABLE when the process is overloaded, before grpc-js decodes
  *    anything (overload/guard.ts): a header lookup, an increment and a comparison per call;
- *  - counts the call on its connection for the idle time (connection-idle.ts), with the same close listener.
+ *  - counts the call on its connection for the idle time (connection-idle.ts), with the same close listener;
+ *  - gives it to the connection guard (grpc-connections.ts: the time limit for its first message).
  * If grpc-js ever registers its listener otherwise, the headers are guarded by a listener of our own in front
  * and overload is not checked on this port (a warning says so; the overload tests fail).
  */
@@ -252,16 +253,21 @@ function guardStreams(
   overload: OverloadGuard | undefined,
   streams: ReadonlySet<string>,
   idle: IdleConnections | undefined,
+  guard: ConnectionGuard,
 ): void {
   const grpcListeners = http2Server.listeners("stream") as StreamListener[];
   const grpcListener = grpcListeners.length === 1 ? grpcListeners[0] : undefined;
   if (grpcListener === undefined) {
     if (overload) rootLogger().warn("grpc-js internals changed: overload protection does not cover the gRPC port");
     // Node passes the raw header list as a fourth argument its types leave out.
-    http2Server.prependListener("stream", (_stream: unknown, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
-      clampGrpcTimeout(headers);
-      joinRepeatedAuthorization(headers, rawHeaders);
-    });
+    http2Server.prependListener(
+      "stream",
+      (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+        guard.admit(stream, headers);
+        clampGrpcTimeout(headers);
+        joinRepeatedAuthorization(headers, rawHeaders);
+      },
+    );
     return;
   }
   http2Server.removeListener("stream", grpcListener);
@@ -283,6 +289,7 @@ function guardStreams(
     const calls = idle?.opened(stream);
     if (calls !== undefined) stream.on("close", counted ? calls.closedCounted : calls.closed);
     else if (counted) stream.on("close", release!);
+    guard.admit(stream, headers);
     clampGrpcTimeout(headers);
     joinRepeatedAuthorization(headers, rawHeaders);
     grpcListener.call(this, stream, headers, flags, rawHeaders);
