@@ -91,8 +91,9 @@ export class ConnectionGuard {
 
   /**
    * Takes each new stream of a watched server before grpc-js does, from the server's one 'stream' listener (a
-   * second listener would cost an array copy per stream). A stream that is not gRPC's is answered by grpc-js in
-   * its turn (415) and so never held; with SINGLE_PORT, the HTTP port's own streams do not come here.
+   * second listener would cost an array copy per stream). A stream that is not gRPC's is answered by grpc-js at
+   * once (415), so settled and dropped at the next compaction; with SINGLE_PORT, the HTTP port's own streams do
+   * not come here.
    */
   admit(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     const session = stream.session as Session | undefined;
