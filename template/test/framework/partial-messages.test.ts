@@ -10,6 +10,7 @@ import { once } from "node:events";
 import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, type IncomingHttpHeaders } from "node:http2";
 import { connect as netConnect } from "node:net";
 import { afterEach, type TestContext, test } from "node:test";
+import { BaseServerInterceptingCall } from "@grpc/grpc-js/build/src/server-interceptors.js";
 import WsClient from "ws";
 import { WS_PROTOCOL } from "../../src/framework/browser/websocket.js";
 import { Code } from "../../src/framework/index.js";
@@ -185,6 +186,53 @@ async function httpPortWithBudget(t: TestContext, bytes: number) {
   });
   return { server, budget: server.app.partialMessages, session };
 }
+
+test("a gRPC call whose message comes whole is not written to by the count; one whose message spans two DATA frames is counted and given back", async (t) => {
+  const server = await startTestServer([fixtureService], { MAX_PARTIAL_MESSAGE_BYTES: String(4 * PADDING) });
+  const session = http2Connect(`http://${server.grpcAddress}`);
+  // Every call's HTTP/2 stream, as grpc-js hands its data to the (counting) decoder hook.
+  const streams = new Set<object>();
+  const proto = BaseServerInterceptingCall.prototype as unknown as { handleDataFrame(this: { stream: object }, data: Buffer): void };
+  const counting = proto.handleDataFrame;
+  proto.handleDataFrame = function (data) {
+    streams.add(this.stream);
+    counting.call(this, data);
+  };
+  t.after(async () => {
+    proto.handleDataFrame = counting;
+    session.destroy();
+    await server.close();
+  });
+  const budget = server.app.partialMessages!;
+  const written = (stream: object) => Object.getOwnPropertySymbols(stream).filter((s) => s.description?.startsWith("partial message"));
+  const call = () =>
+    session.request({ ":method": "POST", ":path": `/${FixtureService.typeName}/Echo`, "content-type": "application/grpc", te: "trailers" });
+  const status = (stream: ClientHttp2Stream) =>
+    new Promise<string>((resolve) => {
+      stream.on("trailers", (h: IncomingHttpHeaders) => resolve(String(h["grpc-status"])));
+      stream.resume();
+    });
+
+  const whole = call();
+  // Within one DATA frame (16 KiB by default): grpc-js's decoder sees each frame as a chunk.
+  whole.end(paddedEcho(KIB));
+  assert.equal(await status(whole), "0");
+  assert.equal(streams.size, 1);
+  const [wholeStream] = streams;
+  assert.deepEqual(written(wholeStream!), [], "nothing written on the stream of a call whose message came whole");
+
+  const split = call();
+  const frame = paddedEcho(16 * KIB);
+  split.write(frame.subarray(0, 1000));
+  await waitFor(() => (budget.held > 0 ? true : undefined));
+  assert.equal(budget.held, 1000, "the part received is held");
+  const done = status(split);
+  split.end(frame.subarray(1000));
+  assert.equal(await done, "0");
+  assert.equal(budget.held, 0, "given back once whole");
+  const splitStream = [...streams].find((s) => s !== wholeStream)!;
+  assert.ok(written(splitStream).length > 0, "counted once its message spanned two DATA frames");
+});
 
 /** A request over the HTTP port whose messages are framed in its body, one of them begun and not finished. */
 interface StreamShape {

@@ -7,7 +7,7 @@ import type { PartialMessageBudget } from "../overload/partial-messages.js";
 const BUDGET = Symbol("partial message budget");
 /**
  * Bytes of a stream's current message received so far, its 5-byte prefix included: absent until a message
- * spans two reads (a call whose messages each come whole is never written to), then 0 between messages, and
+ * spans two DATA frames (a call whose messages each fit in one is never written to), then 0 between messages, and
  * -1 once refused, closed or not counted.
  */
 const HELD = Symbol("partial message bytes");
@@ -36,7 +36,7 @@ let hooked: boolean | undefined;
  * Returns what marks a connection's calls as counted (its budget, or undefined for none), once a connection.
  *
  * Per chunk, a few reads of the decoder's fields and a compare; nothing is written to a call's stream until one
- * of its messages spans two reads. (Two fields written on every stream, with the first-message check's second
+ * of its messages spans two DATA frames. (Two fields written on every stream, with the first-message check's second
  * 'stream' listener, cost a unary call 3.8 k instructions under load, most of it in young-generation
  * collections; now under 1 k.) If a grpc-js release renames what this reads, start-up logs a warning and
  * nothing is counted (and the budget's test fails).
@@ -86,7 +86,7 @@ function hookDecoder(): boolean {
   return true;
 }
 
-/** A stream's first message to span two reads: counted from here if its connection has a budget. */
+/** A stream's first message to span two DATA frames: counted from here if its connection has a budget. */
 function startCounting(stream: Tracked, held: number): void {
   const budget = (stream.session as Session | undefined)?.[BUDGET];
   if (budget === undefined) {
