@@ -66,10 +66,10 @@ function hookDecoder(): boolean {
     const held =
       state === READING_MESSAGE ? 5 + d.readMessageSize - d.readMessageRemaining : state === READING_SIZE ? 5 - d.readSizeRemaining : 0;
     const stream = this.stream;
-    const before = stream[HELD];
+    let before = stream[HELD];
     if (before === undefined) {
-      if (held > 0) startCounting(stream, held);
-      return;
+      if (held === 0) return;
+      before = startCounting(stream);
     }
     if (held === before || before < 0) return;
     const budget = stream[BUDGET]!;
@@ -86,21 +86,16 @@ function hookDecoder(): boolean {
   return true;
 }
 
-/** A stream's first message to span two DATA frames: counted from here if its connection has a budget. */
-function startCounting(stream: Tracked, held: number): void {
+/**
+ * A stream's first message to span two DATA frames: counted from here (0 bytes so far, given back when it
+ * closes) if its connection has a budget, else never looked at again. The bytes it holds go on as for any chunk.
+ */
+function startCounting(stream: Tracked): number {
   const budget = (stream.session as Session | undefined)?.[BUDGET];
-  if (budget === undefined) {
-    stream[HELD] = -1;
-    return;
-  }
+  if (budget === undefined) return (stream[HELD] = -1);
   stream[BUDGET] = budget;
-  if (!budget.take(held)) {
-    stream[HELD] = -1;
-    refuseCall(stream);
-    return;
-  }
-  stream[HELD] = held;
   stream.on("close", release);
+  return (stream[HELD] = 0);
 }
 
 function release(this: Tracked): void {
