@@ -32,6 +32,7 @@ import {
   checkGrpcWeb,
   checkHttp,
   cleanup,
+  type CpuSplit,
   cpuTime,
   ECHO_PATH,
   exited,
@@ -81,19 +82,24 @@ if (!shape) throw new Error(`SHAPE=${process.env.SHAPE}: one of ${H2_SHAPES.map(
  * FRESH=1: the two builds' servers are new processes each round (warmed up again). One process's speed can sit
  * ~10 % apart from the next one's of the same build for its whole life (a CPU profile then shows process.nextTick
  * ten times as costly, in either build), which a comparison of one process each takes for the builds' difference.
+ * They are started and warmed up in the order the round then measures them (A first in even rounds, B first in
+ * odd ones): started always A first, one build against a copy of itself came out 0.89× (B ÷ A, paired, 12
+ * rounds, B slower in 11); started in turn, 0.95× (the one started second slower in 8 of 12). Even so, a run
+ * here resolves some ±5 %, not less: read a few per cent by instructions (instructions.ts).
  */
 async function restartBuilds(
   servers: Server[],
+  order: readonly number[],
   start: (dist: string) => Promise<Server>,
   check: (s: Server) => Promise<void>,
   load: (s: Server, seconds: number) => Promise<Run>,
 ): Promise<void> {
-  for (const i of [1, 2]) {
+  for (const i of order) {
     await stop(servers[i]!.child);
     servers[i] = await start(i === 1 ? distA : distB);
     await check(servers[i]!);
   }
-  for (const i of [1, 2]) await load(servers[i]!, WARMUP);
+  for (const i of order) await load(servers[i]!, WARMUP);
 }
 
 /**
@@ -222,11 +228,12 @@ try {
   const runs: Run[][] = servers.map(() => []);
   const states: (GcState | undefined)[][] = servers.map(() => []);
   for (let r = 0; r < rounds; r++) {
-    if (fresh && r > 0) await restartBuilds(servers, start, check, load);
-    const line: string[] = [];
     // A before B in one round, B before A in the next: whatever the place in a round does to a server (the one
     // just loaded still collecting its garbage, say) falls on both builds alike.
-    for (const i of r % 2 === 0 ? [0, 1, 2] : [0, 2, 1]) {
+    const order = r % 2 === 0 ? [1, 2] : [2, 1];
+    if (fresh && r > 0) await restartBuilds(servers, order, start, check, load);
+    const line: string[] = [];
+    for (const i of [0, ...order]) {
       const s = servers[i]!;
       const gcsBefore = await s.majorGcs?.();
       const run = await load(s, seconds);
@@ -258,6 +265,20 @@ try {
         : `  ${(rps / refRps).toFixed(2)}× req/s  ${(refCpu / cpu).toFixed(2)}× by CPU  ${(refLeast / least).toFixed(2)}× by least CPU`;
     process.stdout.write(
       `  ${s.name.padEnd(14)} ${String(Math.round(rps)).padStart(7)} req/s ${cpu.toFixed(1).padStart(7)} µs CPU/req (least ${least.toFixed(1)})  ${errors} errors${ratios}\n`,
+    );
+  }
+  // Where the CPU went (h2load targets): a difference by time that callgrind does not see lies in the kernel
+  // (system time), in the other threads (GC helpers), or in waits (switches).
+  if (runs.every((rs) => rs.every((r) => r.split))) {
+    for (const [i, s] of servers.entries()) {
+      const at = (k: keyof CpuSplit) => median(runs[i]!.map((r) => r.split![k]));
+      process.stdout.write(
+        `  ${s.name.padEnd(14)} main thread ${at("mainUserUs").toFixed(1)} µs user + ${at("mainSystemUs").toFixed(1)} µs system, other threads ${at("otherThreadsUs").toFixed(1)} µs; ${(at("voluntarySwitches") * 1000).toFixed(1)} + ${(at("involuntarySwitches") * 1000).toFixed(1)} switches/1000 req\n`,
+      );
+    }
+    const diff = (k: keyof CpuSplit) => median(runs[1]!.map((r, n) => runs[2]![n]!.split![k] - r.split![k]));
+    process.stdout.write(
+      `  B − A, median of the rounds' differences: main thread ${diff("mainUserUs").toFixed(2)} µs user, ${diff("mainSystemUs").toFixed(2)} µs system; other threads ${diff("otherThreadsUs").toFixed(2)} µs; switches ${(diff("voluntarySwitches") * 1000).toFixed(1)} + ${(diff("involuntarySwitches") * 1000).toFixed(1)} /1000 req\n`,
     );
   }
   // Each round's A and B ran a few seconds apart, so their ratio leaves out what moved the whole machine between rounds.

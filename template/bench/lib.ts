@@ -416,6 +416,49 @@ export interface Run {
   errors: number;
   /** The server's CPU time (user + system) per request, in µs: unlike req/s, barely moved by other load on the machine. */
   cpuUs: number;
+  /** Where that CPU went, per request (h2load runs only). */
+  split?: CpuSplit;
+}
+
+/**
+ * A process's CPU split between its main thread (user and system time) and its other threads (V8's GC and
+ * compiler helpers, libuv's pool), with the main thread's context switches: two builds that differ by time but
+ * not by instructions (callgrind sees no kernel time and serialises threads) differ in one of these.
+ */
+export interface CpuSplit {
+  mainUserUs: number;
+  mainSystemUs: number;
+  otherThreadsUs: number;
+  voluntarySwitches: number;
+  involuntarySwitches: number;
+}
+
+/** The split so far, in µs and switches (Linux /proc; undefined elsewhere). */
+export function cpuSplit(pid: number | undefined): CpuSplit | undefined {
+  try {
+    const total = cpuTime(pid);
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const [user, system] = [(Number(fields[11]) * 1e6) / CLK_TCK, (Number(fields[12]) * 1e6) / CLK_TCK];
+    const status = readFileSync(`/proc/${pid}/task/${pid}/status`, "utf8");
+    const count = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1]);
+    return {
+      mainUserUs: user,
+      mainSystemUs: system,
+      otherThreadsUs: total - user - system,
+      voluntarySwitches: count("voluntary_ctxt_switches"),
+      involuntarySwitches: count("nonvoluntary_ctxt_switches"),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** after − before, per request. */
+function splitPer(before: CpuSplit | undefined, after: CpuSplit | undefined, requests: number): CpuSplit | undefined {
+  if (!before || !after) return undefined;
+  const keys = Object.keys(before) as (keyof CpuSplit)[];
+  return Object.fromEntries(keys.map((k) => [k, (after[k] - before[k]) / requests])) as unknown as CpuSplit;
 }
 
 const CLK_TCK = Number(firstLine("getconf", ["CLK_TCK"])) || 100;
@@ -519,8 +562,10 @@ export async function h2load(s: Server, seconds: number, shape: H2Shape = DEFAUL
   const logFile = path.join(tmp, "h2load.log");
   const before = await s.counts();
   const cpu = cpuTime(s.child.pid);
+  const splitBefore = cpuSplit(s.child.pid);
   const out = await run("h2load", ["-D", String(seconds), "--log-file", logFile, ...h2loadArgs(s.port, shape, request)]);
   const cpuUsed = cpuTime(s.child.pid) - cpu;
+  const splitAfter = cpuSplit(s.child.pid);
   const after = await s.counts();
   const rps = h2loadRate(out);
   const m = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(out);
@@ -532,7 +577,14 @@ export async function h2load(s: Server, seconds: number, shape: H2Shape = DEFAUL
     .filter(Boolean)
     .map((line) => Number(line.split("\t")[2]) / 1000);
   rmSync(logFile, { force: true });
-  return { rps, ...percentiles(durations), requests: done!, errors: failed! + errored! + timedOut! + grpcErrors, cpuUs: cpuUsed / done! };
+  return {
+    rps,
+    ...percentiles(durations),
+    requests: done!,
+    errors: failed! + errored! + timedOut! + grpcErrors,
+    cpuUs: cpuUsed / done!,
+    split: splitPer(splitBefore, splitAfter, done!),
+  };
 }
 
 export function percentiles(values: number[]): { p50: number; p99: number } {
