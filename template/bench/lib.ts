@@ -422,8 +422,8 @@ export interface Run {
 
 /**
  * A process's CPU split between its main thread (user and system time) and its other threads (V8's GC and
- * compiler helpers, libuv's pool), with the main thread's context switches: two builds that differ by time but
- * not by instructions (callgrind sees no kernel time and serialises threads) differ in one of these.
+ * compiler helpers, libuv's pool), with the main thread's context switches: where to look when two builds differ
+ * by time and not by instructions (callgrind sees no kernel time).
  */
 export interface CpuSplit {
   mainUserUs: number;
@@ -434,14 +434,14 @@ export interface CpuSplit {
 }
 
 /** The split so far, in µs and switches (Linux /proc; undefined elsewhere). */
-export function cpuSplit(pid: number | undefined): CpuSplit | undefined {
+function cpuSplit(pid: number | undefined): CpuSplit | undefined {
   try {
     const total = cpuTime(pid);
     const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const [user, system] = [(Number(fields[11]) * 1e6) / CLK_TCK, (Number(fields[12]) * 1e6) / CLK_TCK];
     const status = readFileSync(`/proc/${pid}/task/${pid}/status`, "utf8");
-    const count = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1]);
+    const count = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1]);
     return {
       mainUserUs: user,
       mainSystemUs: system,
