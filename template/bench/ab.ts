@@ -267,8 +267,8 @@ try {
       `  ${s.name.padEnd(14)} ${String(Math.round(rps)).padStart(7)} req/s ${cpu.toFixed(1).padStart(7)} µs CPU/req (least ${least.toFixed(1)})  ${errors} errors${ratios}\n`,
     );
   }
-  // Where the CPU went (h2load targets): a difference by time that callgrind does not see lies in the kernel
-  // (system time), in the other threads (GC helpers), or in waits (switches).
+  // Where the CPU went (h2load targets): in the main thread's own work or the kernel's for it (system time), in
+  // the other threads (GC helpers), or with waits (switches); callgrind sees neither kernel time nor waits.
   if (runs.every((rs) => rs.every((r) => r.split))) {
     for (const [i, s] of servers.entries()) {
       const at = (k: keyof CpuSplit) => median(runs[i]!.map((r) => r.split![k]));

@@ -437,9 +437,7 @@ export interface CpuSplit {
 function cpuSplit(pid: number | undefined): CpuSplit | undefined {
   try {
     const total = cpuTime(pid);
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const [user, system] = [(Number(fields[11]) * 1e6) / CLK_TCK, (Number(fields[12]) * 1e6) / CLK_TCK];
+    const [user, system] = userSystemUs(`/proc/${pid}/task/${pid}/stat`);
     const status = readFileSync(`/proc/${pid}/task/${pid}/status`, "utf8");
     const count = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1]);
     return {
@@ -466,12 +464,18 @@ const CLK_TCK = Number(firstLine("getconf", ["CLK_TCK"])) || 100;
 /** CPU time a process used so far, in µs (Linux /proc; NaN elsewhere). */
 export function cpuTime(pid: number | undefined): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK; // utime, stime
+    const [user, system] = userSystemUs(`/proc/${pid}/stat`);
+    return user + system;
   } catch {
     return Number.NaN;
   }
+}
+
+/** utime and stime of a /proc stat file (a process's or one thread's), in µs. */
+function userSystemUs(statPath: string): [number, number] {
+  const stat = readFileSync(statPath, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return [(Number(fields[11]) * 1e6) / CLK_TCK, (Number(fields[12]) * 1e6) / CLK_TCK];
 }
 
 export function run(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
